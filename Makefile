@@ -1,0 +1,53 @@
+# pg_wf, built with PGXS. `make install` then `make installcheck` (run as a
+# non-root user) runs pg_regress, the isolation specs and the TAP crash tests;
+# scripts/test.sh does all of it, unit tests included.
+EXTENSION  = pg_wf
+MODULE_big = pg_wf
+DATA       = $(wildcard sql/pg_wf--*.sql)
+PGFILEDESC = "pg_wf - durable job queue and workflow engine"
+
+CORE_OBJS = src/core/retry_policy.o src/core/validation.o
+PG_OBJS   = src/pg/module.o src/pg/guard.o src/pg/spi.o src/pg/args.o \
+            src/pg/shared_state.o src/pg/ownership.o src/pg/wakeup.o \
+            src/pg/enqueue.o src/pg/claim.o src/pg/finish.o src/pg/reaper.o \
+            src/pg/queue_config.o src/pg/worker.o
+OBJS = $(CORE_OBJS) $(PG_OBJS)
+
+PG_CXXFLAGS = -std=c++17 -Wno-register -fno-omit-frame-pointer
+SHLIB_LINK  += -lstdc++
+
+TESTS_CONF   = --temp-config=$(srcdir)/test/pg_wf.conf
+REGRESS      = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
+REGRESS_OPTS = --inputdir=test --outputdir=test --temp-instance=./tmp_check $(TESTS_CONF)
+ISOLATION      = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test --outputdir=test/output_iso --temp-instance=./tmp_check_iso $(TESTS_CONF)
+TAP_TESTS   = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# PGXS compiles C++ to LLVM bitcode without PG_CXXFLAGS (BUILDING.md).
+COMPILE.cxx.bc += $(PG_CXXFLAGS)
+
+# Unit tests of the pure core: no server, no PostgreSQL header.
+UNIT_SRCS = $(wildcard test/unit/*.cpp)
+test/unit/run_unit_tests: $(UNIT_SRCS) $(CORE_OBJS:.o=.cpp) $(wildcard src/core/*.hpp)
+	$(CXX) -std=c++17 -O1 -g -Isrc -o $@ $(UNIT_SRCS) $(CORE_OBJS:.o=.cpp) -lgtest -lgtest_main -pthread
+
+unit: test/unit/run_unit_tests
+	test/unit/run_unit_tests
+
+.PHONY: unit
+
+# The three server suites one by one, so that one failing does not hide the
+# others (installcheck stops at the first).
+regresscheck:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+isolationcheck:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+tapcheck:
+	$(prove_installcheck)
+
+.PHONY: regresscheck isolationcheck tapcheck

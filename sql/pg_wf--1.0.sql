@@ -1,0 +1,147 @@
+-- pg_wf 1.0: schema only. Every wf_* function is LANGUAGE C (src/pg/*.cpp);
+-- nothing here does the work.
+\echo Use "CREATE EXTENSION pg_wf" to load this file. \quit
+
+CREATE SCHEMA wf;
+
+-- Per-queue settings. A queue without a row uses the defaults below.
+CREATE TABLE wf.queue_config (
+    queue        text PRIMARY KEY,
+    max_attempts int      NOT NULL DEFAULT 5 CHECK (max_attempts > 0),
+    backoff_base interval NOT NULL DEFAULT '1 second'
+                 CHECK (backoff_base > interval '0'),
+    backoff_max  interval NOT NULL DEFAULT '1 hour',
+    lease        interval          CHECK (lease > interval '0'),
+    max_running  int               CHECK (max_running > 0),
+    paused       boolean  NOT NULL DEFAULT false,
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE SEQUENCE wf.job_id_seq;
+
+-- One row per job. The primary key and every index lead with queue, so the
+-- table can later be partitioned or distributed by queue.
+CREATE TABLE wf.job (
+    queue            text        NOT NULL,
+    id               bigint      NOT NULL DEFAULT nextval('wf.job_id_seq'),
+    status           text        NOT NULL CHECK (status IN
+                       ('blocked','pending','running','waiting','done','failed','cancelled')),
+    payload          jsonb       NOT NULL,
+    result           jsonb,
+    priority         int         NOT NULL DEFAULT 0,
+    run_at           timestamptz NOT NULL DEFAULT now(),
+    attempt          int         NOT NULL DEFAULT 0,
+    max_attempts     int         NOT NULL CHECK (max_attempts > 0),
+    attempt_budget   int         NOT NULL,    -- attempts granted by enqueue and by each wf_retry
+    idempotency_key  text,
+    workflow_id      uuid,
+    step_name        text,
+    depends_on       bigint[],
+    pending_deps     int         NOT NULL DEFAULT 0,  -- unfinished dependencies
+    last_error       text,
+    worker           text,
+    owner_session    bigint,      -- key of the claiming session's advisory lock
+    owner_pid        int,         -- for people reading wf.jobs; the lock is the truth
+    lease            interval,    -- lease length of the current claim, if any
+    lease_expires_at timestamptz,
+    cancel_requested boolean     NOT NULL DEFAULT false,
+    cancelled_by     bigint,      -- the failed upstream job that cancelled this one
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    started_at       timestamptz,
+    finished_at      timestamptz,
+    PRIMARY KEY (queue, id)
+);
+ALTER SEQUENCE wf.job_id_seq OWNED BY wf.job.id;
+
+-- The claim index: ready jobs only, in claim order.
+CREATE INDEX job_ready ON wf.job (queue, priority DESC, run_at, id)
+    WHERE status = 'pending';
+-- The reaper's view of who owns what.
+CREATE INDEX job_running ON wf.job (owner_session)
+    WHERE status = 'running';
+-- Dependencies name jobs by id only.
+CREATE INDEX job_id ON wf.job (id);
+CREATE UNIQUE INDEX job_idempotency ON wf.job (queue, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+
+-- Reverse edges of depends_on: completing a parent touches only its children.
+CREATE TABLE wf.dependency (
+    parent_id   bigint NOT NULL,
+    child_queue text   NOT NULL,
+    child_id    bigint NOT NULL,
+    PRIMARY KEY (parent_id, child_queue, child_id)
+);
+
+CREATE VIEW wf.jobs AS
+SELECT id, queue, status, payload, result, attempt, max_attempts, priority,
+       run_at, idempotency_key, workflow_id, step_name, depends_on, last_error,
+       worker, lease_expires_at, created_at, started_at, finished_at,
+       owner_pid, cancel_requested
+  FROM wf.job;
+
+CREATE VIEW wf.queue_stats AS
+SELECT queue,
+       count(*) FILTER (WHERE status = 'blocked')   AS blocked,
+       count(*) FILTER (WHERE status = 'pending')   AS pending,
+       count(*) FILTER (WHERE status = 'running')   AS running,
+       count(*) FILTER (WHERE status = 'waiting')   AS waiting,
+       count(*) FILTER (WHERE status = 'done')      AS done,
+       count(*) FILTER (WHERE status = 'failed')    AS failed,
+       count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+       now() - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= now())
+                                                    AS oldest_ready_age
+  FROM (SELECT queue, status, run_at FROM wf.job
+        UNION ALL
+        SELECT queue, NULL, NULL FROM wf.queue_config) AS q
+ GROUP BY queue;
+
+-- The SQL API. Not STRICT: a NULL where a value is required is reported as
+-- an error, never turned into a silent NULL result.
+CREATE FUNCTION wf_enqueue(queue text, payload jsonb DEFAULT '{}',
+                           run_at timestamptz DEFAULT NULL, priority int DEFAULT 0,
+                           max_attempts int DEFAULT NULL, idempotency_key text DEFAULT NULL,
+                           workflow_id uuid DEFAULT NULL, step_name text DEFAULT NULL,
+                           depends_on bigint[] DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'wf_enqueue' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION wf_enqueue_batch(queue text, payloads jsonb)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_enqueue_batch' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION wf_claim(queue text, worker text DEFAULT NULL, max_jobs int DEFAULT 1,
+                         lease interval DEFAULT NULL, wait interval DEFAULT NULL)
+RETURNS TABLE (id bigint, attempt int, queue text, payload jsonb, workflow_id uuid,
+               step_name text, priority int, max_attempts int, idempotency_key text,
+               inputs jsonb, lease_expires_at timestamptz)
+AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1;
+
+CREATE FUNCTION wf_heartbeat(queue text, id bigint, attempt int, extend interval DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_heartbeat' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION wf_complete(queue text, id bigint, attempt int, result jsonb DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION wf_fail(queue text, id bigint, attempt int, error text,
+                        retry_in interval DEFAULT NULL, permanent boolean DEFAULT false)
+RETURNS text AS 'MODULE_PATHNAME', 'wf_fail' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION wf_retry(queue text, id bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_retry' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION wf_cancel(queue text, id bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_cancel' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION wf_sweep()
+RETURNS int AS 'MODULE_PATHNAME', 'wf_sweep' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION wf_configure_queue(queue text, max_attempts int DEFAULT NULL,
+                                   backoff_base interval DEFAULT NULL,
+                                   backoff_max interval DEFAULT NULL,
+                                   lease interval DEFAULT NULL, max_running int DEFAULT NULL,
+                                   paused boolean DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'wf_configure_queue' LANGUAGE C VOLATILE;
+
+-- Reports whether the background worker can serve this database (NOTICE if
+-- not) and wakes the launcher so it does so at once.
+CREATE FUNCTION wf._after_create() RETURNS void
+AS 'MODULE_PATHNAME', 'wf_after_create' LANGUAGE C VOLATILE;
+SELECT wf._after_create();

@@ -1,0 +1,103 @@
+#include "validation.hpp"
+
+#include <string>
+
+#include "error.hpp"
+
+namespace wf::core {
+
+namespace {
+std::string arg(std::string_view a) { return std::string(a); }
+
+// Queue names appear in log lines and error messages: keep them printable.
+bool has_control_character(std::string_view s) {
+    for (unsigned char c : s)
+        if (c < 0x20 || c == 0x7f) return true;
+    return false;
+}
+}  // namespace
+
+void require_not_null(bool is_null, std::string_view argument) {
+    if (is_null)
+        throw Error(sqlstate::null_not_allowed, arg(argument) + " must not be null");
+}
+
+void validate_queue_name(std::string_view queue) {
+    if (queue.empty())
+        throw Error(sqlstate::invalid_parameter, "queue name must not be empty");
+    if (queue.size() > limits::queue_name_bytes)
+        throw Error(sqlstate::program_limit,
+                    "queue name \"" + std::string(queue.substr(0, 32)) + "...\" is too long",
+                    "Queue names are limited to " + std::to_string(limits::queue_name_bytes) +
+                        " bytes; this one has " + std::to_string(queue.size()) + ".");
+    if (has_control_character(queue))
+        throw Error(sqlstate::invalid_parameter,
+                    "queue name must not contain control characters");
+}
+
+void validate_label(std::string_view value, std::string_view argument, bool may_be_empty) {
+    if (!may_be_empty && value.empty())
+        throw Error(sqlstate::invalid_parameter, arg(argument) + " must not be empty");
+    if (value.size() > limits::label_bytes)
+        throw Error(sqlstate::program_limit, arg(argument) + " is too long",
+                    "It is limited to " + std::to_string(limits::label_bytes) +
+                        " bytes; this one has " + std::to_string(value.size()) + ".");
+}
+
+void validate_idempotency_key(std::string_view key) {
+    if (key.empty())
+        throw Error(sqlstate::invalid_parameter, "idempotency_key must not be empty",
+                    {}, "Pass NULL for a job without an idempotency key.");
+    if (key.size() > limits::idempotency_key_bytes)
+        throw Error(sqlstate::program_limit, "idempotency_key is too long",
+                    "Idempotency keys are limited to " +
+                        std::to_string(limits::idempotency_key_bytes) + " bytes; this one has " +
+                        std::to_string(key.size()) + ".");
+}
+
+void validate_positive(std::int64_t value, std::string_view argument) {
+    if (value <= 0)
+        throw Error(sqlstate::invalid_parameter,
+                    arg(argument) + " must be positive, not " + std::to_string(value));
+}
+
+void validate_max_jobs(int max_jobs) {
+    validate_positive(max_jobs, "max_jobs");
+    if (max_jobs > limits::max_jobs_per_claim)
+        throw Error(sqlstate::program_limit,
+                    "max_jobs " + std::to_string(max_jobs) + " is too large",
+                    "One claim takes at most " + std::to_string(limits::max_jobs_per_claim) +
+                        " jobs.");
+}
+
+void validate_payload_size(std::size_t bytes, std::size_t limit_bytes, std::string_view what) {
+    if (bytes > limit_bytes)
+        throw Error(sqlstate::program_limit, arg(what) + " is too large",
+                    arg(what) + " has " + std::to_string(bytes) + " bytes; the limit is " +
+                        std::to_string(limit_bytes) + ".",
+                    "Raise wf.max_payload_size, or store large data elsewhere and pass a "
+                    "reference.");
+}
+
+void validate_batch_length(std::size_t jobs) {
+    if (jobs > limits::max_batch_jobs)
+        throw Error(sqlstate::program_limit,
+                    "batch of " + std::to_string(jobs) + " jobs is too large",
+                    "One wf_enqueue_batch call takes at most " +
+                        std::to_string(limits::max_batch_jobs) + " jobs.");
+}
+
+void validate_dependency_count(std::size_t dependencies) {
+    if (dependencies > limits::max_dependencies)
+        throw Error(sqlstate::program_limit,
+                    "job has too many dependencies: " + std::to_string(dependencies),
+                    "A job depends on at most " + std::to_string(limits::max_dependencies) +
+                        " jobs.");
+}
+
+void validate_non_negative_seconds(double seconds, std::string_view argument) {
+    if (seconds < 0)
+        throw Error(sqlstate::invalid_parameter, arg(argument) + " must not be negative");
+}
+
+}  // namespace wf::core

@@ -1,0 +1,269 @@
+// wf_claim and wf_heartbeat: taking jobs and keeping them.
+#include <optional>
+
+#include "../core/error.hpp"
+#include "../core/validation.hpp"
+#include "args.hpp"
+#include "jobs.hpp"
+#include "shared_state.hpp"
+
+namespace wf::pg {
+namespace {
+
+PreparedStatement read_queue_config(
+    "SELECT lease, max_running, paused FROM wf.queue_config WHERE queue = $1", {TEXTOID});
+
+// With max_running set, claimers of the queue take turns on its config row,
+// so that the running count they read cannot be outdated by a racing claim.
+PreparedStatement lock_queue_config(
+    "SELECT max_running FROM wf.queue_config WHERE queue = $1 FOR UPDATE", {TEXTOID});
+
+PreparedStatement count_running(
+    "SELECT count(*) FROM wf.job WHERE queue = $1 AND status = 'running'", {TEXTOID});
+
+// One statement: pick ready jobs in claim order over the partial index of
+// pending jobs, skip those another claimer holds, mark them running. The
+// queue is named in both references to wf.job so it can be routed by queue.
+PreparedStatement claim_jobs(
+    "UPDATE wf.job j"
+    "   SET status = 'running', attempt = j.attempt + 1, worker = $2,"
+    "       owner_session = $3, owner_pid = $4, started_at = $7, lease = $5,"
+    "       lease_expires_at = $7 + $5, cancel_requested = false"
+    "  FROM (SELECT c.id FROM wf.job c"
+    "         WHERE c.queue = $1 AND c.status = 'pending' AND c.run_at <= $7"
+    "         ORDER BY c.priority DESC, c.run_at, c.id"
+    "         LIMIT $6 FOR NO KEY UPDATE SKIP LOCKED) AS ready"
+    " WHERE j.queue = $1 AND j.id = ready.id"
+    " RETURNING j.id, j.attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
+    "           j.priority, j.max_attempts, j.idempotency_key, j.depends_on,"
+    "           j.lease_expires_at, j.run_at",
+    {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID});
+
+// The results of the jobs a job depended on, keyed by step name (or id).
+PreparedStatement dependency_results(
+    "SELECT jsonb_object_agg(coalesce(step_name, id::text), coalesce(result, 'null'))"
+    "  FROM wf.job WHERE id = ANY($1)",
+    {INT8ARRAYOID});
+
+// When the next scheduled job of the queue becomes due, to bound a wait.
+PreparedStatement next_due(
+    "SELECT min(run_at) FROM wf.job WHERE queue = $1 AND status = 'pending' AND run_at > $2",
+    {TEXTOID, TIMESTAMPTZOID});
+
+PreparedStatement read_claim(
+    "SELECT lease, cancel_requested FROM wf.job"
+    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'",
+    {TEXTOID, INT8OID, INT4OID});
+
+PreparedStatement extend_lease(
+    "UPDATE wf.job SET lease = $4, lease_expires_at = $5 + $4"
+    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
+    "   AND NOT cancel_requested",
+    {TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID});
+
+constexpr int kColumns = 11;  // of wf_claim's result
+
+struct ClaimedRow {
+    Datum values[kColumns];
+    bool nulls[kColumns];
+    int32 priority;
+    TimestampTz run_at;
+    int64 id;
+};
+
+struct ClaimRequest {
+    Datum queue;
+    Datum worker;
+    int max_jobs;
+    Interval* lease;  // nullptr: the queue's lease, if any
+};
+
+// Wakes a waiting claimer at most this often without shared memory
+// (pg_wf not preloaded), where commits cannot set its latch.
+constexpr long kPollWithoutSharedMemoryMs = 100;
+
+int claim_limit(const ClaimRequest& req, Datum* lease, bool* lease_null, bool* paused) {
+    Params<1> q;
+    q.set(0, req.queue);
+    int limit = req.max_jobs;
+    *paused = false;
+    if (req.lease) {
+        *lease = PointerGetDatum(req.lease);
+        *lease_null = false;
+    } else {
+        *lease_null = true;
+    }
+    if (read_queue_config.execute(q.values, q.nulls) == 0) return limit;
+    if (!req.lease && !column_is_null(0, 1)) {
+        *lease = column(0, 1);
+        *lease_null = false;
+    }
+    if (column_bool(0, 3)) {
+        *paused = true;
+        return 0;
+    }
+    if (column_is_null(0, 2)) return limit;
+
+    if (lock_queue_config.execute(q.values, q.nulls) == 0 || column_is_null(0, 1)) return limit;
+    int64 max_running = column_int32(0, 1);
+    count_running.execute(q.values, q.nulls);
+    int64 room = max_running - column_int64(0, 1);
+    return static_cast<int>(std::clamp<int64>(room, 0, limit));
+}
+
+std::vector<ClaimedRow> claim_once(const ClaimRequest& req) {
+    std::vector<ClaimedRow> rows;
+    Datum lease = 0;
+    bool lease_null = true, paused = false;
+    int limit = claim_limit(req, &lease, &lease_null, &paused);
+    if (limit <= 0) return rows;
+
+    Params<7> p;
+    p.set(0, req.queue);
+    p.set(1, req.worker);
+    p.set(2, Int64GetDatum(session_owner_key()));
+    p.set(3, Int32GetDatum(MyProcPid));
+    if (lease_null) p.set_null(4); else p.set(4, lease);
+    p.set(5, Int32GetDatum(limit));
+    p.set(6, clock_now());
+    uint64 n = claim_jobs.execute(p.values, p.nulls);
+    SPITupleTable* claimed = SPI_tuptable;
+    rows.resize(n);
+    for (uint64 r = 0; r < n; r++) {
+        ClaimedRow& row = rows[r];
+        HeapTuple tuple = claimed->vals[r];
+        TupleDesc desc = claimed->tupdesc;
+        // RETURNING columns 1..9 are the first nine result columns.
+        for (int c = 0; c < 9; c++)
+            row.values[c] = SPI_getbinval(tuple, desc, c + 1, &row.nulls[c]);
+        bool isnull;
+        Datum depends_on = SPI_getbinval(tuple, desc, 10, &isnull);
+        row.nulls[9] = true;
+        row.values[9] = 0;
+        if (!isnull) {
+            Params<1> d;
+            d.set(0, depends_on);
+            dependency_results.execute(d.values, d.nulls);
+            if (!column_is_null(0, 1)) {
+                row.values[9] = column(0, 1);
+                row.nulls[9] = false;
+            }
+        }
+        row.values[10] = SPI_getbinval(tuple, desc, 11, &row.nulls[10]);
+        row.id = DatumGetInt64(row.values[0]);
+        row.priority = DatumGetInt32(row.values[6]);
+        row.run_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 12, &isnull));
+    }
+    std::sort(rows.begin(), rows.end(), [](const ClaimedRow& a, const ClaimedRow& b) {
+        if (a.priority != b.priority) return a.priority > b.priority;
+        if (a.run_at != b.run_at) return a.run_at < b.run_at;
+        return a.id < b.id;
+    });
+    return rows;
+}
+
+// Milliseconds until the next scheduled job of the queue is due, or -1.
+long ms_until_next_due(Datum queue) {
+    Params<2> p;
+    p.set(0, queue);
+    p.set(1, clock_now());
+    next_due.execute(p.values, p.nulls);
+    if (column_is_null(0, 1)) return -1;
+    TimestampTz due = DatumGetTimestampTz(column(0, 1));
+    long ms = static_cast<long>((due - GetCurrentTimestamp()) / 1000) + 1;
+    return std::max(ms, 1L);
+}
+
+// Registered as a waiter for as long as it lives, also when an error (a
+// cancelled query) unwinds the wait.
+class WaitRegistration {
+public:
+    explicit WaitRegistration(uint32 hash) { begin_waiting(hash); }
+    ~WaitRegistration() { end_waiting(); }
+};
+
+}  // namespace
+}  // namespace wf::pg
+
+using namespace wf;
+using namespace wf::pg;
+
+// wf_claim(queue, worker, max_jobs, lease, wait) -> TABLE(...)
+WF_SQL_FUNCTION(wf_claim) {
+    std::string_view queue = queue_arg(fcinfo, 0);
+    ClaimRequest req{};
+    req.queue = PG_GETARG_DATUM(0);
+    if (PG_ARGISNULL(1)) {
+        std::string name = "pid " + std::to_string(MyProcPid);
+        req.worker = call([&] { return CStringGetTextDatum(name.c_str()); });
+    } else {
+        core::validate_label(text_arg(fcinfo, 1, "worker"), "worker");
+        req.worker = PG_GETARG_DATUM(1);
+    }
+    req.max_jobs = int32_arg(fcinfo, 2, "max_jobs");
+    core::validate_max_jobs(req.max_jobs);
+    req.lease = PG_ARGISNULL(3) ? nullptr : interval_arg(fcinfo, 3, "lease", false);
+    double wait_seconds = PG_ARGISNULL(4) ? 0 : interval_seconds(interval_arg(fcinfo, 4, "wait", true));
+
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    // The lock that says this session is alive, taken before any job is ours.
+    call([] { ensure_session_holds_owner_lock(); });
+
+    SpiConnection spi;
+    std::optional<WaitRegistration> registration;
+    TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(wait_seconds * 1e6);
+    if (wait_seconds > 0) {
+        // Registered and latch reset before the first claim: a commit after
+        // that claim's snapshot sets the latch, so no wake-up is lost.
+        registration.emplace(queue_hash(queue.data(), queue.size()));
+        call([] { ResetLatch(MyLatch); });
+    }
+    std::vector<ClaimedRow> rows = claim_once(req);
+    while (rows.empty() && registration) {
+        long remaining_ms = static_cast<long>((deadline - GetCurrentTimestamp()) / 1000);
+        if (remaining_ms <= 0) break;
+        long timeout = remaining_ms;
+        long due = ms_until_next_due(req.queue);
+        if (due >= 0) timeout = std::min(timeout, due);
+        if (!shared_memory_ready()) timeout = std::min(timeout, kPollWithoutSharedMemoryMs);
+        call([&] {
+            WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
+                      PG_WAIT_EXTENSION);
+            ResetLatch(MyLatch);
+            CHECK_FOR_INTERRUPTS();
+        });
+        rows = claim_once(req);
+    }
+    for (ClaimedRow& row : rows)
+        call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls); });
+    spi.finish();
+    return 0;
+}
+
+// wf_heartbeat(queue, id, attempt, extend) -> boolean: still yours?
+WF_SQL_FUNCTION(wf_heartbeat) {
+    queue_arg(fcinfo, 0);
+    int64_arg(fcinfo, 1, "id");
+    int32_arg(fcinfo, 2, "attempt");
+    Interval* extend = PG_ARGISNULL(3) ? nullptr : interval_arg(fcinfo, 3, "extend", false);
+
+    SpiConnection spi;
+    Params<5> p;
+    p.set(0, PG_GETARG_DATUM(0));
+    p.set(1, PG_GETARG_DATUM(1));
+    p.set(2, PG_GETARG_DATUM(2));
+    bool yours = false;
+    if (read_claim.execute(p.values, p.nulls) == 1 && !column_bool(0, 2)) {
+        bool has_lease = !column_is_null(0, 1);
+        if (!has_lease && extend == nullptr) {
+            yours = true;  // ownership is the session: nothing to write
+        } else {
+            p.set(3, extend ? PointerGetDatum(extend) : column(0, 1));
+            p.set(4, clock_now());
+            yours = extend_lease.execute(p.values, p.nulls) == 1;
+        }
+    }
+    spi.finish();
+    PG_RETURN_BOOL(yours);
+}

@@ -1,0 +1,280 @@
+// How a job leaves `running` (wf_complete, wf_fail) and how people intervene
+// (wf_retry, wf_cancel). Every worker write is fenced by (queue, id, attempt).
+#include "../core/retry_policy.hpp"
+#include "../core/error.hpp"
+#include "../core/validation.hpp"
+#include "args.hpp"
+#include "jobs.hpp"
+#include "shared_state.hpp"
+
+extern "C" {
+#include "common/pg_prng.h"
+}
+
+namespace wf::pg {
+namespace {
+
+// A job whose cancellation was requested while it ran ends `cancelled`
+// whichever way it finishes.
+PreparedStatement complete_job(
+    "UPDATE wf.job SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,"
+    "       result = $4, finished_at = now(), owner_session = NULL, lease_expires_at = NULL,"
+    "       last_error = CASE WHEN cancel_requested THEN 'cancelled while running'"
+    "                         ELSE last_error END"
+    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
+    " RETURNING status",
+    {TEXTOID, INT8OID, INT4OID, JSONBOID});
+
+// Each child loses one unfinished dependency; the last one makes it ready.
+// Concurrent parents serialise on the child row, and the UPDATE re-reads it.
+PreparedStatement release_children(
+    "UPDATE wf.job c"
+    "   SET pending_deps = c.pending_deps - 1,"
+    "       status = CASE WHEN c.pending_deps = 1 THEN 'pending' ELSE c.status END,"
+    "       run_at = CASE WHEN c.pending_deps = 1 THEN greatest(c.run_at, now()) ELSE c.run_at END"
+    "  FROM wf.dependency d"
+    " WHERE d.parent_id = $1 AND c.queue = d.child_queue AND c.id = d.child_id"
+    "   AND c.status = 'blocked'"
+    " RETURNING c.queue, c.status",
+    {INT8OID});
+
+PreparedStatement cancel_descendants(
+    "WITH RECURSIVE below(queue, id) AS ("
+    "    SELECT d.child_queue, d.child_id FROM wf.dependency d WHERE d.parent_id = ANY($1)"
+    "  UNION"
+    "    SELECT d.child_queue, d.child_id FROM below JOIN wf.dependency d ON d.parent_id = below.id)"
+    " UPDATE wf.job j SET status = 'cancelled', finished_at = now(), last_error = $2,"
+    "        cancelled_by = $3"
+    "   FROM below WHERE j.queue = below.queue AND j.id = below.id AND j.status = 'blocked'",
+    {INT8ARRAYOID, TEXTOID, INT8OID});
+
+PreparedStatement read_for_fail(
+    "SELECT j.attempt, j.max_attempts, j.cancel_requested,"
+    "       extract(epoch FROM coalesce(c.backoff_base, '1 second')),"
+    "       extract(epoch FROM coalesce(c.backoff_max, '1 hour'))"
+    "  FROM wf.job j LEFT JOIN wf.queue_config c ON c.queue = $1"
+    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt = $3 AND j.status = 'running'"
+    "   FOR NO KEY UPDATE OF j",
+    {TEXTOID, INT8OID, INT4OID});
+
+PreparedStatement record_failure(
+    "UPDATE wf.job SET status = $4, last_error = $5, owner_session = NULL,"
+    "       lease_expires_at = NULL,"
+    "       run_at = CASE WHEN $4 = 'pending' THEN now() + make_interval(secs => $6) ELSE run_at END,"
+    "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END"
+    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'",
+    {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, FLOAT8OID});
+
+// Back from the dead letter with a fresh budget of attempts. The attempt
+// counter itself never goes back: it is the fencing token.
+PreparedStatement retry_job(
+    "UPDATE wf.job j"
+    "   SET status = CASE WHEN u.unfinished > 0 THEN 'blocked' ELSE 'pending' END,"
+    "       pending_deps = u.unfinished, max_attempts = j.attempt + j.attempt_budget,"
+    "       run_at = now(), finished_at = NULL, cancelled_by = NULL, cancel_requested = false"
+    "  FROM (SELECT count(*) FILTER (WHERE p.status <> 'done') AS unfinished"
+    "          FROM wf.job p, wf.job me"
+    "         WHERE me.queue = $1 AND me.id = $2 AND p.id = ANY(me.depends_on)) AS u"
+    " WHERE j.queue = $1 AND j.id = $2 AND j.status IN ('failed', 'cancelled')"
+    " RETURNING j.status",
+    {TEXTOID, INT8OID});
+
+// The jobs a failed job cancelled come back with it, blocked on it again.
+PreparedStatement restore_descendants(
+    "WITH RECURSIVE back(queue, id) AS ("
+    "    SELECT j.queue, j.id FROM wf.dependency d"
+    "      JOIN wf.job j ON j.queue = d.child_queue AND j.id = d.child_id"
+    "     WHERE d.parent_id = $1 AND j.cancelled_by = $1 AND j.status = 'cancelled'"
+    "  UNION"
+    "    SELECT j.queue, j.id FROM back JOIN wf.dependency d ON d.parent_id = back.id"
+    "      JOIN wf.job j ON j.queue = d.child_queue AND j.id = d.child_id"
+    "     WHERE j.cancelled_by = $1 AND j.status = 'cancelled')"
+    " UPDATE wf.job j"
+    "    SET status = 'blocked', finished_at = NULL, cancelled_by = NULL, last_error = NULL,"
+    "        pending_deps = (SELECT count(*) FROM wf.job p"
+    "                         WHERE p.id = ANY(j.depends_on) AND p.status <> 'done')"
+    "   FROM back WHERE j.queue = back.queue AND j.id = back.id",
+    {INT8OID});
+
+PreparedStatement cancel_job(
+    "UPDATE wf.job"
+    "   SET status = CASE WHEN status = 'running' THEN 'running' ELSE 'cancelled' END,"
+    "       cancel_requested = (status = 'running'),"
+    "       finished_at = CASE WHEN status = 'running' THEN NULL ELSE now() END,"
+    "       last_error = CASE WHEN status = 'running' THEN last_error ELSE 'cancelled' END"
+    " WHERE queue = $1 AND id = $2"
+    "   AND status IN ('blocked', 'pending', 'waiting', 'running') AND NOT cancel_requested"
+    " RETURNING status",
+    {TEXTOID, INT8OID});
+
+Datum text_datum(const std::string& s) {
+    return call([&] { return PointerGetDatum(cstring_to_text_with_len(s.data(), s.size())); });
+}
+
+Datum int64_array_of(int64 id) {
+    return call([&] {
+        Datum item = Int64GetDatum(id);
+        return PointerGetDatum(construct_array(&item, 1, INT8OID, 8, true, 'd'));
+    });
+}
+
+void cancel_dependents_of(int64 id, const char* what_happened) {
+    std::string why = "dependency job " + std::to_string(id) + " " + what_happened;
+    cancel_dependents({id}, why.c_str());
+}
+
+}  // namespace
+
+Datum clock_now() { return TimestampTzGetDatum(GetCurrentTimestamp()); }
+
+uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* why) {
+    uint64 cancelled = 0;
+    // One pass per root keeps cancelled_by naming the job that failed.
+    for (int64 id : job_ids) {
+        Params<3> p;
+        p.set(0, int64_array_of(id));
+        p.set(1, text_datum(why));
+        p.set(2, Int64GetDatum(id));
+        cancelled += cancel_descendants.execute(p.values, p.nulls);
+    }
+    return cancelled;
+}
+
+void release_dependents(int64 job_id) {
+    Params<1> p;
+    p.set(0, Int64GetDatum(job_id));
+    uint64 rows = release_children.execute(p.values, p.nulls);
+    for (uint64 r = 0; r < rows; r++) {
+        if (column_text(r, 2) != "pending") continue;
+        std::string queue = column_text(r, 1);
+        note_queue_ready(queue.data(), queue.size());
+    }
+}
+
+}  // namespace wf::pg
+
+using namespace wf;
+using namespace wf::pg;
+
+namespace {
+// The (queue, id, attempt) fencing token of every worker write.
+void read_fencing_token(FunctionCallInfo fcinfo) {
+    queue_arg(fcinfo, 0);
+    int64_arg(fcinfo, 1, "id");
+    int32_arg(fcinfo, 2, "attempt");
+}
+}  // namespace
+
+// wf_complete(queue, id, attempt, result) -> boolean
+WF_SQL_FUNCTION(wf_complete) {
+    read_fencing_token(fcinfo);
+    std::string_view queue = text_arg(fcinfo, 0, "queue");
+    if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
+
+    SpiConnection spi;
+    Params<4> p;
+    p.set(0, PG_GETARG_DATUM(0));
+    p.set(1, PG_GETARG_DATUM(1));
+    p.set(2, PG_GETARG_DATUM(2));
+    if (PG_ARGISNULL(3)) p.set_null(3); else p.set(3, PG_GETARG_DATUM(3));
+    bool done = false;
+    if (complete_job.execute(p.values, p.nulls) == 1) {
+        int64 id = PG_GETARG_INT64(1);
+        done = column_text(0, 1) == "done";
+        if (done)
+            release_dependents(id);
+        else
+            cancel_dependents_of(id, "was cancelled");
+        // A slot under max_running is free again.
+        note_queue_ready(queue.data(), queue.size());
+    }
+    spi.finish();
+    PG_RETURN_BOOL(done);
+}
+
+// wf_fail(queue, id, attempt, error, retry_in, permanent) -> text: the new
+// status, or NULL for a stale token.
+WF_SQL_FUNCTION(wf_fail) {
+    read_fencing_token(fcinfo);
+    std::string_view queue = text_arg(fcinfo, 0, "queue");
+    std::string_view error = text_arg(fcinfo, 3, "error");
+    Interval* retry_in = PG_ARGISNULL(4) ? nullptr : interval_arg(fcinfo, 4, "retry_in", true);
+    bool permanent = bool_arg(fcinfo, 5, "permanent");
+    core::validate_payload_size(error.size(), static_cast<size_t>(max_payload_size), "error");
+
+    SpiConnection spi;
+    Params<6> p;
+    p.set(0, PG_GETARG_DATUM(0));
+    p.set(1, PG_GETARG_DATUM(1));
+    p.set(2, PG_GETARG_DATUM(2));
+    if (read_for_fail.execute(p.values, p.nulls) != 1) {
+        spi.finish();
+        PG_RETURN_NULL();
+    }
+    int attempt = column_int32(0, 1);
+    int max_attempts = column_int32(0, 2);
+    bool cancel_requested = column_bool(0, 3);
+    core::BackoffSettings backoff;
+    backoff.base_seconds = call([&] { return DatumGetFloat8(DirectFunctionCall1(numeric_float8, column(0, 4))); });
+    backoff.max_seconds = call([&] { return DatumGetFloat8(DirectFunctionCall1(numeric_float8, column(0, 5))); });
+
+    const char* status = "pending";
+    double delay = 0;
+    if (cancel_requested)
+        status = "cancelled";
+    else if (core::classify_failure(attempt, max_attempts, permanent) == core::FailOutcome::dead_letter)
+        status = "failed";
+    else if (retry_in)
+        delay = interval_seconds(retry_in);
+    else
+        delay = core::backoff_seconds(backoff, attempt, pg_prng_double(&pg_global_prng_state));
+
+    p.set(3, text_datum(status));
+    p.set(4, PG_GETARG_DATUM(3));
+    p.set(5, Float8GetDatum(delay));
+    record_failure.execute(p.values, p.nulls);
+    if (std::strcmp(status, "pending") != 0)
+        cancel_dependents_of(PG_GETARG_INT64(1),
+                             std::strcmp(status, "failed") == 0 ? "failed" : "was cancelled");
+    // Ready again (after the delay), or a max_running slot freed.
+    note_queue_ready(queue.data(), queue.size());
+    spi.finish();
+    PG_RETURN_TEXT_P(cstring_to_text(status));
+}
+
+// wf_retry(queue, id) -> boolean: a failed or cancelled job runs again, and
+// the jobs its failure cancelled wait on it again.
+WF_SQL_FUNCTION(wf_retry) {
+    std::string_view queue = queue_arg(fcinfo, 0);
+    int64 id = int64_arg(fcinfo, 1, "id");
+
+    SpiConnection spi;
+    Params<2> p;
+    p.set(0, PG_GETARG_DATUM(0));
+    p.set(1, PG_GETARG_DATUM(1));
+    bool retried = retry_job.execute(p.values, p.nulls) == 1;
+    if (retried) {
+        if (column_text(0, 1) == "pending") note_queue_ready(queue.data(), queue.size());
+        Params<1> r;
+        r.set(0, Int64GetDatum(id));
+        restore_descendants.execute(r.values, r.nulls);
+    }
+    spi.finish();
+    PG_RETURN_BOOL(retried);
+}
+
+// wf_cancel(queue, id) -> boolean
+WF_SQL_FUNCTION(wf_cancel) {
+    queue_arg(fcinfo, 0);
+    int64 id = int64_arg(fcinfo, 1, "id");
+
+    SpiConnection spi;
+    Params<2> p;
+    p.set(0, PG_GETARG_DATUM(0));
+    p.set(1, PG_GETARG_DATUM(1));
+    bool cancelled = cancel_job.execute(p.values, p.nulls) == 1;
+    // A running job is only flagged: its dependents go when it stops.
+    if (cancelled && column_text(0, 1) == "cancelled") cancel_dependents_of(id, "was cancelled");
+    spi.finish();
+    PG_RETURN_BOOL(cancelled);
+}

@@ -1,0 +1,25 @@
+// Job state changes shared by several SQL functions and the reaper.
+// Each runs inside an open SpiConnection.
+#pragma once
+
+#include "spi.hpp"
+
+namespace wf::pg {
+
+// Cancels, transitively, every blocked job that waits on one of `job_ids`,
+// which just failed or were cancelled. Returns how many were cancelled.
+uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* why);
+
+// Releases the blocked children of a job that just finished: their count of
+// unfinished dependencies goes down by one, and at zero they become pending.
+void release_dependents(int64 job_id);
+
+// One reaper pass: recovers running jobs whose owner session is gone or
+// whose lease expired. Returns the number of jobs recovered.
+int64 sweep_database();
+
+// The current time as a timestamptz Datum; claims and sweeps use the clock,
+// not the transaction start, so a long wait sees jobs that became due.
+Datum clock_now();
+
+}  // namespace wf::pg

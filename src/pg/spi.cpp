@@ -1,0 +1,65 @@
+#include "spi.hpp"
+
+#include <stdexcept>
+
+namespace wf::pg {
+
+SpiConnection::SpiConnection() {
+    int rc = call([] { return SPI_connect(); });
+    if (rc != SPI_OK_CONNECT) throw std::runtime_error("SPI_connect failed");
+    open_ = true;
+}
+
+void SpiConnection::finish() {
+    if (!open_) return;
+    open_ = false;
+    call([] { return SPI_finish(); });
+}
+
+PreparedStatement::PreparedStatement(const char* sql, std::initializer_list<Oid> argument_types)
+    : sql_(sql), argument_types_(argument_types) {}
+
+uint64 PreparedStatement::execute(const Datum* values, const char* nulls) {
+    if (plan_ == nullptr) {
+        SPIPlanPtr plan = call([&] {
+            SPIPlanPtr p = SPI_prepare(sql_, static_cast<int>(argument_types_.size()),
+                                       argument_types_.data());
+            if (p == nullptr)
+                elog(ERROR, "pg_wf: could not prepare statement: %s",
+                     SPI_result_code_string(SPI_result));
+            SPI_keepplan(p);
+            return p;
+        });
+        plan_ = plan;
+    }
+    int rc = call([&] {
+        return SPI_execute_plan(plan_, const_cast<Datum*>(values), nulls, false, 0);
+    });
+    if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
+    return SPI_processed;
+}
+
+bool column_is_null(uint64 row, int col) {
+    bool isnull = false;
+    SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, &isnull);
+    return isnull;
+}
+
+Datum column(uint64 row, int col) {
+    bool isnull = false;
+    Datum d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, &isnull);
+    return isnull ? 0 : d;
+}
+
+int64 column_int64(uint64 row, int col) { return DatumGetInt64(column(row, col)); }
+int32 column_int32(uint64 row, int col) { return DatumGetInt32(column(row, col)); }
+bool column_bool(uint64 row, int col) { return DatumGetBool(column(row, col)); }
+
+std::string column_text(uint64 row, int col) {
+    if (column_is_null(row, col)) return {};
+    Datum d = column(row, col);
+    text* t = call([&] { return DatumGetTextPP(d); });
+    return std::string(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
+}  // namespace wf::pg

@@ -1,0 +1,235 @@
+// The background workers: a launcher that starts one reaper per database
+// where pg_wf is installed (or those named in wf.databases), and the reaper
+// itself. Both start when recovery has finished, so they run only on a
+// primary, again after a crash restart and on a promoted standby.
+#include "guard.hpp"
+#include "jobs.hpp"
+#include "shared_state.hpp"
+#include "worker.hpp"
+
+extern "C" {
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "commands/dbcommands.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_database.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "tcop/tcopprot.h"
+#include "utils/varlena.h"
+}
+
+namespace wf::pg {
+
+int sweep_interval_ms = 1000;
+char* database_names = nullptr;
+
+namespace {
+
+// A database found without pg_wf is checked again after this long, or at
+// once when CREATE EXTENSION or a first claim there wakes the launcher.
+constexpr long kRecheckWithoutExtensionMs = 60 * 1000;
+constexpr long kLauncherNaptimeMs = 1000;
+
+struct KnownDatabase {
+    Oid oid;
+    char name[NAMEDATALEN];
+};
+
+bool database_allowed(const char* name) {
+    if (database_names == nullptr || database_names[0] == '\0') return true;
+    char* copy = pstrdup(database_names);
+    List* names = nullptr;
+    bool allowed = false;
+    if (SplitIdentifierString(copy, ',', &names)) {
+        ListCell* cell;
+        foreach (cell, names)
+            if (strcmp(static_cast<char*>(lfirst(cell)), name) == 0) allowed = true;
+    } else {
+        ereport(LOG, (errmsg("pg_wf: wf.databases is not a valid list of database names")));
+    }
+    list_free(names);
+    pfree(copy);
+    return allowed;
+}
+
+// Databases that accept connections; read from the shared catalog, as
+// autovacuum does, since the launcher is connected to no database.
+std::vector<KnownDatabase> list_databases() {
+    std::vector<KnownDatabase> found;
+    SetCurrentStatementStartTimestamp();
+    StartTransactionCommand();
+    Relation rel = table_open(DatabaseRelationId, AccessShareLock);
+    TableScanDesc scan = table_beginscan_catalog(rel, 0, nullptr);
+    HeapTuple tuple;
+    while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
+        Form_pg_database db = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple));
+        if (!db->datallowconn || db->datistemplate) continue;
+        if (!database_allowed(NameStr(db->datname))) continue;
+        KnownDatabase known;
+        known.oid = db->oid;
+        strlcpy(known.name, NameStr(db->datname), NAMEDATALEN);
+        found.push_back(known);
+    }
+    table_endscan(scan);
+    table_close(rel, AccessShareLock);
+    CommitTransactionCommand();
+    return found;
+}
+
+struct Started {
+    Oid database;
+    BackgroundWorkerHandle* handle;
+};
+
+bool start_database_worker(Oid database, BackgroundWorkerHandle** handle) {
+    BackgroundWorker worker;
+    memset(&worker, 0, sizeof worker);
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    worker.bgw_restart_time = BGW_NEVER_RESTART;  // the launcher restarts it
+    strlcpy(worker.bgw_library_name, "pg_wf", BGW_MAXLEN);
+    strlcpy(worker.bgw_function_name, "wf_database_worker_main", BGW_MAXLEN);
+    snprintf(worker.bgw_name, BGW_MAXLEN, "pg_wf reaper for database %u", database);
+    strlcpy(worker.bgw_type, "pg_wf reaper", BGW_MAXLEN);
+    worker.bgw_main_arg = ObjectIdGetDatum(database);
+    worker.bgw_notify_pid = MyProcPid;
+    return RegisterDynamicBackgroundWorker(&worker, handle);
+}
+
+void launcher_loop() {
+    std::vector<Started> started;
+    bool warned_no_slot = false;
+    for (;;) {
+        CHECK_FOR_INTERRUPTS();
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+        }
+        bool requested = take_launcher_request();
+        TimestampTz now = GetCurrentTimestamp();
+        for (const KnownDatabase& db : list_databases()) {
+            auto it = std::find_if(started.begin(), started.end(),
+                                   [&](const Started& s) { return s.database == db.oid; });
+            if (it != started.end()) {
+                pid_t pid;
+                if (GetBackgroundWorkerPid(it->handle, &pid) != BGWH_STOPPED) continue;
+                pfree(it->handle);
+                started.erase(it);
+            }
+            TimestampTz checked_at = 0;
+            if (database_lacks_extension(db.oid, &checked_at) && !requested &&
+                !TimestampDifferenceExceeds(checked_at, now, kRecheckWithoutExtensionMs))
+                continue;
+            BackgroundWorkerHandle* handle = nullptr;
+            if (!start_database_worker(db.oid, &handle)) {
+                if (!warned_no_slot)
+                    ereport(WARNING,
+                            (errmsg("pg_wf: no background worker slot for database \"%s\"",
+                                    db.name),
+                             errhint("Raise max_worker_processes: pg_wf needs one per "
+                                     "database where it is installed, plus its launcher.")));
+                warned_no_slot = true;
+                continue;
+            }
+            started.push_back({db.oid, handle});
+        }
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+                        kLauncherNaptimeMs, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+    }
+}
+
+void sweep_body(void* recovered) {
+    SpiConnection spi;
+    *static_cast<int64*>(recovered) = sweep_database();
+    spi.finish();
+}
+
+void on_worker_exit(int, Datum) { unregister_database_worker(false); }
+
+}  // namespace
+}  // namespace wf::pg
+
+using namespace wf::pg;
+
+extern "C" PGDLLEXPORT void wf_launcher_main(Datum) {
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
+    pgstat_report_appname("pg_wf launcher");
+    register_launcher();
+    ereport(LOG, (errmsg("pg_wf launcher started")));
+    launcher_loop();
+}
+
+extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
+    Oid database = DatumGetObjectId(main_arg);
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+    pgstat_report_appname("pg_wf reaper");
+    register_database_worker(database);
+    before_shmem_exit(on_worker_exit, 0);
+
+    char name[NAMEDATALEN] = "";
+    bool announced = false;
+    for (;;) {
+        CHECK_FOR_INTERRUPTS();
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+        }
+        SetCurrentStatementStartTimestamp();
+        StartTransactionCommand();
+        if (name[0] == '\0') {
+            char* db_name = get_database_name(database);
+            strlcpy(name, db_name ? db_name : "?", NAMEDATALEN);
+        }
+        if (!OidIsValid(get_extension_oid("pg_wf", true))) {
+            CommitTransactionCommand();
+            cancel_before_shmem_exit(on_worker_exit, 0);
+            unregister_database_worker(true);
+            if (announced)
+                ereport(LOG, (errmsg("pg_wf reaper stopped: extension dropped from database \"%s\"",
+                                     name)));
+            proc_exit(0);
+        }
+        if (!announced) {
+            ereport(LOG, (errmsg("pg_wf reaper started for database \"%s\"", name)));
+            announced = true;
+        }
+        PushActiveSnapshot(GetTransactionSnapshot());
+        pgstat_report_activity(STATE_RUNNING, "pg_wf sweep");
+        int64 recovered = 0;
+        run_guarded(sweep_body, &recovered);
+        PopActiveSnapshot();
+        CommitTransactionCommand();
+        pgstat_report_activity(STATE_IDLE, nullptr);
+        if (recovered > 0)
+            ereport(LOG, (errmsg("pg_wf reaper recovered %lld job%s of lost workers in database \"%s\"",
+                                 static_cast<long long>(recovered), recovered == 1 ? "" : "s",
+                                 name)));
+
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+                        sweep_interval_ms, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+    }
+}
+
+void wf::pg::register_launcher_worker() {
+    BackgroundWorker worker;
+    memset(&worker, 0, sizeof worker);
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    worker.bgw_restart_time = 1;
+    strlcpy(worker.bgw_library_name, "pg_wf", BGW_MAXLEN);
+    strlcpy(worker.bgw_function_name, "wf_launcher_main", BGW_MAXLEN);
+    strlcpy(worker.bgw_name, "pg_wf launcher", BGW_MAXLEN);
+    strlcpy(worker.bgw_type, "pg_wf launcher", BGW_MAXLEN);
+    RegisterBackgroundWorker(&worker);
+}

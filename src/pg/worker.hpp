@@ -1,0 +1,13 @@
+#pragma once
+
+#include "postgres.hpp"
+
+namespace wf::pg {
+
+extern int sweep_interval_ms;  // GUC wf.sweep_interval
+extern char* database_names;   // GUC wf.databases
+
+// Registers the launcher; from _PG_init while preloading.
+void register_launcher_worker();
+
+}  // namespace wf::pg
