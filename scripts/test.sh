@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs every test of pg_wf: unit tests of the pure core, pg_regress for the
+# SQL API, isolation specs for concurrency, TAP crash tests. Installs what is
+# missing first. Usage: scripts/test.sh [unit|regress|isolation|tap ...]
+# Ends with one line "N passed, M failed".
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+suites=("$@")
+[ ${#suites[@]} -eq 0 ] && suites=(unit regress isolation tap)
+want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+
+"$repo/scripts/install-deps.sh" || exit 1
+export PATH="/usr/lib/postgresql/15/bin:$PATH"
+
+echo "== build and install"
+( cd "$repo" && make -s -j2 && make -s install ) >/tmp/pg_wf-build.log 2>&1 || {
+    cat /tmp/pg_wf-build.log; echo "0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+count() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+# The server suites run as an unprivileged user (initdb refuses root), from
+# a copy of the tree that user can write to.
+run_as=postgres
+[ "$(id -u)" -ne 0 ] && run_as=""
+work=$(mktemp -d /tmp/pg_wf-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+tar -C "$repo" --exclude=.git --exclude=.demo --exclude=.bench -cf - . | tar -C "$work" -xf -
+[ -n "$run_as" ] && chown -R "$run_as" "$work"
+as_user() { if [ -n "$run_as" ]; then runuser -u "$run_as" -- "$@"; else "$@"; fi; }
+
+if want unit; then
+    echo "== unit tests (pure C++ core, GoogleTest)"
+    out=$(cd "$repo" && make -s unit 2>&1); echo "$out" | tail -n 25
+    p=$(echo "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -1)
+    f=$(echo "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -1)
+    [ -z "$p" ] && [ -z "$f" ] && f=1
+    count "${p:-0}" "${f:-0}"
+fi
+
+# pg_regress and the isolation tester print one line per test ending in
+# "ok" or "FAILED"; prove prints one line per file.
+server_suite() {
+    local name=$1 target=$2
+    echo "== $name"
+    local out
+    out=$(cd "$work" && as_user timeout 1800 make -s "$target" 2>&1)
+    echo "$out"
+    local p f
+    if [ "$target" = tapcheck ]; then
+        # prove: one test program per file; its summary names the failures.
+        local files bad
+        files=$(echo "$out" | sed -n 's/^Files=\([0-9]*\),.*/\1/p' | tail -1)
+        bad=$(echo "$out" | sed -n 's/.*Failed \([0-9]*\)\/[0-9]* test programs.*/\1/p' | tail -1)
+        p=$(( ${files:-0} - ${bad:-0} )); f=${bad:-0}
+        echo "$out" | grep -q '^Result: PASS' || [ "$f" -gt 0 ] || f=1
+    else
+        p=$(echo "$out" | grep -cE ' \.\.\. ok')
+        f=$(echo "$out" | grep -cE ' \.\.\. FAILED')
+    fi
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+    count "$p" "$f"
+    for d in regression.diffs output_iso/regression.diffs test/regression.diffs test/output_iso/regression.diffs; do
+        [ -s "$work/$d" ] && { echo "--- $d"; head -n 200 "$work/$d"; }
+    done
+    if [ "$target" = tapcheck ] && [ "$f" -gt 0 ]; then
+        for log in "$work"/tmp_check/log/regress_log_*; do
+            [ -f "$log" ] && { echo "--- $log"; tail -n 60 "$log"; }
+        done
+    fi
+}
+want regress && server_suite "pg_regress: the SQL API" regresscheck
+want isolation && server_suite "isolation specs: concurrency" isolationcheck
+want tap && server_suite "TAP: crashes, restarts, recovery" tapcheck
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
