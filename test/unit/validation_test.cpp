@@ -1,0 +1,89 @@
+#include "core/validation.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+
+using namespace wf::core;
+
+namespace {
+// The SQLSTATE a call fails with, or "" when it does not fail.
+template <typename F>
+std::string sqlstate_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.sqlstate();
+    }
+    return "";
+}
+}  // namespace
+
+TEST(QueueName, AcceptsOrdinaryNames) {
+    EXPECT_EQ(sqlstate_of([] { validate_queue_name("emails"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_queue_name("llm.summarize/v2"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_queue_name(std::string(128, 'q')); }), "");
+}
+
+TEST(QueueName, RejectsEmptyLongAndControlCharacters) {
+    EXPECT_EQ(sqlstate_of([] { validate_queue_name(""); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_queue_name(std::string(129, 'q')); }), "54000");
+    EXPECT_EQ(sqlstate_of([] { validate_queue_name("a\nb"); }), "22023");
+}
+
+TEST(QueueName, MessageNamesTheProblem) {
+    try {
+        validate_queue_name("");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "queue name must not be empty");
+    }
+}
+
+TEST(Arguments, NullIsNotAllowed) {
+    EXPECT_EQ(sqlstate_of([] { require_not_null(true, "payload"); }), "22004");
+    EXPECT_EQ(sqlstate_of([] { require_not_null(false, "payload"); }), "");
+    try {
+        require_not_null(true, "payload");
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "payload must not be null");
+    }
+}
+
+TEST(Arguments, PositiveNumbers) {
+    EXPECT_EQ(sqlstate_of([] { validate_positive(1, "max_attempts"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_positive(0, "max_attempts"); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_positive(-5, "max_running"); }), "22023");
+}
+
+TEST(Arguments, MaxJobsIsBounded) {
+    EXPECT_EQ(sqlstate_of([] { validate_max_jobs(1); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_max_jobs(limits::max_jobs_per_claim); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_max_jobs(0); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_max_jobs(limits::max_jobs_per_claim + 1); }), "54000");
+}
+
+TEST(Arguments, IdempotencyKeys) {
+    EXPECT_EQ(sqlstate_of([] { validate_idempotency_key("order-42"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_idempotency_key(""); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_idempotency_key(std::string(513, 'k')); }), "54000");
+}
+
+TEST(Arguments, PayloadSizeLimit) {
+    EXPECT_EQ(sqlstate_of([] { validate_payload_size(1024, 1024, "payload"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_payload_size(1025, 1024, "payload"); }), "54000");
+}
+
+TEST(Arguments, BatchAndDependencyLimits) {
+    EXPECT_EQ(sqlstate_of([] { validate_batch_length(0); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_batch_length(limits::max_batch_jobs + 1); }), "54000");
+    EXPECT_EQ(sqlstate_of([] { validate_dependency_count(limits::max_dependencies + 1); }), "54000");
+}
+
+TEST(Arguments, Labels) {
+    EXPECT_EQ(sqlstate_of([] { validate_label("summarize", "step_name"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_label("", "step_name"); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_label(std::string(257, 's'), "worker"); }), "54000");
+}
