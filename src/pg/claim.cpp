@@ -23,17 +23,19 @@ PreparedStatement count_running(
 
 // One statement: pick ready jobs in claim order over the partial index of
 // pending jobs, skip those another claimer holds, mark them running. The
+// pick is an array built once (an InitPlan): as a joined subquery the
+// planner may rerun it per row, and each rerun would pick more jobs. The
 // queue is named in both references to wf.job so it can be routed by queue.
 PreparedStatement claim_jobs(
     "UPDATE wf.job j"
     "   SET status = 'running', attempt = j.attempt + 1, worker = $2,"
     "       owner_session = $3, owner_pid = $4, started_at = $7, lease = $5,"
     "       lease_expires_at = $7 + $5, cancel_requested = false"
-    "  FROM (SELECT c.id FROM wf.job c"
-    "         WHERE c.queue = $1 AND c.status = 'pending' AND c.run_at <= $7"
-    "         ORDER BY c.priority DESC, c.run_at, c.id"
-    "         LIMIT $6 FOR NO KEY UPDATE SKIP LOCKED) AS ready"
-    " WHERE j.queue = $1 AND j.id = ready.id"
+    " WHERE j.queue = $1 AND j.id = ANY (ARRAY("
+    "         SELECT c.id FROM wf.job c"
+    "          WHERE c.queue = $1 AND c.status = 'pending' AND c.run_at <= $7"
+    "          ORDER BY c.priority DESC, c.run_at, c.id"
+    "          LIMIT $6 FOR NO KEY UPDATE SKIP LOCKED))"
     " RETURNING j.id, j.attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
     "           j.priority, j.max_attempts, j.idempotency_key, j.depends_on,"
     "           j.lease_expires_at, j.run_at",

@@ -61,8 +61,9 @@ WF_SQL_FUNCTION(wf_configure_queue) {
 // Run by CREATE EXTENSION: tells whether crash recovery is automatic here.
 WF_SQL_FUNCTION(wf_after_create) {
     if (!shared_memory_ready()) {
+        // A WARNING: CREATE EXTENSION hides NOTICEs of its script.
         call([] {
-            ereport(NOTICE,
+            ereport(WARNING,
                     (errmsg("pg_wf is not in shared_preload_libraries: jobs of sessions that "
                             "die are recovered only when wf_sweep() is called"),
                      errhint("Add pg_wf to shared_preload_libraries and restart the server to "
