@@ -26,7 +26,9 @@ count() { passed=$((passed + $1)); failed=$((failed + $2)); }
 run_as=postgres
 [ "$(id -u)" -ne 0 ] && run_as=""
 work=$(mktemp -d /tmp/pg_wf-test.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# PG_WF_KEEP_TMP=1 keeps the copy (results/, regression.diffs, logs) for a look.
+[ -z "${PG_WF_KEEP_TMP:-}" ] && trap 'rm -rf "$work"' EXIT
+echo "work dir: $work"
 tar -C "$repo" --exclude=.git --exclude=.demo --exclude=.bench -cf - . | tar -C "$work" -xf -
 [ -n "$run_as" ] && chown -R "$run_as" "$work"
 as_user() { if [ -n "$run_as" ]; then runuser -u "$run_as" -- "$@"; else "$@"; fi; }

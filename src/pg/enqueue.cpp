@@ -80,6 +80,9 @@ Datum int64_array(const std::vector<int64>& ids) {
 struct DependencyState {
     std::vector<int64> unfinished;  // not done yet: the new job waits on these
     int64 failed = 0;               // a failed or cancelled one, if any
+    // Edges go to every dependency not done, failed ones included: a
+    // wf_retry of a failed one must find and release this job later.
+    std::vector<int64> not_done;
 };
 
 DependencyState check_dependencies(const std::vector<int64>& ids) {
@@ -92,9 +95,11 @@ DependencyState check_dependencies(const std::vector<int64>& ids) {
         int64 id = column_int64(r, 1);
         std::string status = column_text(r, 2);
         found.push_back(id);
+        if (status == "done") continue;
+        state.not_done.push_back(id);
         if (status == "failed" || status == "cancelled") {
             if (state.failed == 0) state.failed = id;
-        } else if (status != "done") {
+        } else {
             state.unfinished.push_back(id);
         }
     }
@@ -121,6 +126,9 @@ WF_SQL_FUNCTION(wf_enqueue) {
     if (!PG_ARGISNULL(4)) core::validate_positive(PG_GETARG_INT32(4), "max_attempts");
     if (!PG_ARGISNULL(5)) core::validate_idempotency_key(text_arg(fcinfo, 5, "idempotency_key"));
     if (!PG_ARGISNULL(7)) core::validate_label(text_arg(fcinfo, 7, "step_name"), "step_name");
+    if (!PG_ARGISNULL(2) && TIMESTAMP_NOT_FINITE(PG_GETARG_TIMESTAMPTZ(2)))
+        throw core::Error(core::sqlstate::invalid_parameter, "run_at must be a finite time",
+                          {}, "Pass NULL to run the job as soon as possible.");
     std::vector<int64> dependencies = read_dependencies(fcinfo, 8);
 
     SpiConnection spi;
@@ -142,16 +150,19 @@ WF_SQL_FUNCTION(wf_enqueue) {
     if (PG_ARGISNULL(6)) p.set_null(7); else p.set(7, PG_GETARG_DATUM(6));
     if (PG_ARGISNULL(7)) p.set_null(8); else p.set(8, PG_GETARG_DATUM(7));
     if (dependencies.empty()) p.set_null(9); else p.set(9, int64_array(dependencies));
-    p.set(10, Int32GetDatum(static_cast<int32>(deps.unfinished.size())));
+    // A job cancelled by a failed dependency counts all of them, as wf_retry
+    // would recount them.
+    p.set(10, Int32GetDatum(static_cast<int32>(deps.failed ? deps.not_done.size()
+                                                            : deps.unfinished.size())));
     if (why.empty()) p.set_null(11); else p.set(11, call([&] { return CStringGetTextDatum(why.c_str()); }));
     if (deps.failed) p.set(12, Int64GetDatum(deps.failed)); else p.set_null(12);
 
     int64 id = 0;
     if (insert_job.execute(p.values, p.nulls) == 1) {
         id = column_int64(0, 1);
-        if (!deps.unfinished.empty()) {
+        if (!deps.not_done.empty()) {
             Params<3> e;
-            e.set(0, int64_array(deps.unfinished));
+            e.set(0, int64_array(deps.not_done));
             e.set(1, PG_GETARG_DATUM(0));
             e.set(2, Int64GetDatum(id));
             insert_edges.execute(e.values, e.nulls);
@@ -195,12 +206,15 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
         JsonbValue v;
         JsonbIteratorToken token;
         while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE) {
-            if (token == WJB_ELEM && v.type == jbvBinary &&
-                static_cast<size_t>(v.val.binary.len) > static_cast<size_t>(max_payload_size))
+            if (token != WJB_ELEM) continue;
+            int bytes = v.type == jbvBinary   ? v.val.binary.len
+                        : v.type == jbvString ? v.val.string.len
+                                              : 0;  // numbers, booleans, null: small
+            if (bytes > max_payload_size)
                 ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                                 errmsg("payload in batch is too large"),
                                 errdetail("An element has %d bytes; the limit is %d.",
-                                          v.val.binary.len, max_payload_size),
+                                          bytes, max_payload_size),
                                 errhint("Raise wf.max_payload_size, or store large data "
                                         "elsewhere and pass a reference.")));
         }

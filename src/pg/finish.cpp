@@ -18,7 +18,8 @@ namespace {
 // whichever way it finishes.
 PreparedStatement complete_job(
     "UPDATE wf.job SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,"
-    "       result = $4, finished_at = now(), owner_session = NULL, lease_expires_at = NULL,"
+    "       result = CASE WHEN cancel_requested THEN result ELSE $4 END,"
+    "       finished_at = now(), owner_session = NULL, lease_expires_at = NULL,"
     "       last_error = CASE WHEN cancel_requested THEN 'cancelled while running'"
     "                         ELSE last_error END"
     " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
@@ -118,22 +119,18 @@ Datum int64_array_of(int64 id) {
     });
 }
 
-void cancel_dependents_of(int64 id, const char* what_happened) {
-    std::string why = "dependency job " + std::to_string(id) + " " + what_happened;
-    cancel_dependents({id}, why.c_str());
-}
-
 }  // namespace
 
 Datum clock_now() { return TimestampTzGetDatum(GetCurrentTimestamp()); }
 
-uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* why) {
+uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_happened) {
     uint64 cancelled = 0;
-    // One pass per root keeps cancelled_by naming the job that failed.
+    // One pass per root keeps cancelled_by and the reason naming the job
+    // that failed.
     for (int64 id : job_ids) {
         Params<3> p;
         p.set(0, int64_array_of(id));
-        p.set(1, text_datum(why));
+        p.set(1, text_datum("dependency job " + std::to_string(id) + " " + what_happened));
         p.set(2, Int64GetDatum(id));
         cancelled += cancel_descendants.execute(p.values, p.nulls);
     }
@@ -184,7 +181,7 @@ WF_SQL_FUNCTION(wf_complete) {
         if (done)
             release_dependents(id);
         else
-            cancel_dependents_of(id, "was cancelled");
+            cancel_dependents({id}, "was cancelled");
         // A slot under max_running is free again.
         note_queue_ready(queue.data(), queue.size());
     }
@@ -234,7 +231,7 @@ WF_SQL_FUNCTION(wf_fail) {
     p.set(5, Float8GetDatum(delay));
     record_failure.execute(p.values, p.nulls);
     if (std::strcmp(status, "pending") != 0)
-        cancel_dependents_of(PG_GETARG_INT64(1),
+        cancel_dependents({PG_GETARG_INT64(1)},
                              std::strcmp(status, "failed") == 0 ? "failed" : "was cancelled");
     // Ready again (after the delay), or a max_running slot freed.
     note_queue_ready(queue.data(), queue.size());
@@ -274,7 +271,7 @@ WF_SQL_FUNCTION(wf_cancel) {
     p.set(1, PG_GETARG_DATUM(1));
     bool cancelled = cancel_job.execute(p.values, p.nulls) == 1;
     // A running job is only flagged: its dependents go when it stops.
-    if (cancelled && column_text(0, 1) == "cancelled") cancel_dependents_of(id, "was cancelled");
+    if (cancelled && column_text(0, 1) == "cancelled") cancel_dependents({id}, "was cancelled");
     spi.finish();
     PG_RETURN_BOOL(cancelled);
 }

@@ -7,8 +7,9 @@
 namespace wf::pg {
 
 // Cancels, transitively, every blocked job that waits on one of `job_ids`,
-// which just failed or were cancelled. Returns how many were cancelled.
-uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* why);
+// which just failed or were cancelled; their last_error reads "dependency
+// job N <what_happened>". Returns how many were cancelled.
+uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_happened);
 
 // Releases the blocked children of a job that just finished: their count of
 // unfinished dependencies goes down by one, and at zero they become pending.

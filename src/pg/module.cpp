@@ -4,11 +4,37 @@
 #include "worker.hpp"
 
 extern "C" {
+#include "commands/dbcommands.h"
+#include "tcop/utility.h"
+
 PG_MODULE_MAGIC;
 PGDLLEXPORT void _PG_init(void);
 }
 
 using namespace wf::pg;
+
+namespace {
+
+ProcessUtility_hook_type previous_utility_hook = nullptr;
+
+// DROP DATABASE refuses while any session is connected, and the reaper is
+// one: stop it first, as TimescaleDB does. Plain C-style code: no C++
+// object lives in this frame, so an ereport from below may unwind it.
+void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree,
+                ProcessUtilityContext context, ParamListInfo params, QueryEnvironment* env,
+                DestReceiver* dest, QueryCompletion* qc) {
+    if (IsA(pstmt->utilityStmt, DropdbStmt)) {
+        DropdbStmt* stmt = reinterpret_cast<DropdbStmt*>(pstmt->utilityStmt);
+        Oid database = get_database_oid(stmt->dbname, true);
+        if (OidIsValid(database)) stop_database_worker(database);
+    }
+    if (previous_utility_hook)
+        previous_utility_hook(pstmt, query, read_only_tree, context, params, env, dest, qc);
+    else
+        standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
+}
+
+}  // namespace
 
 void _PG_init(void) {
     DefineCustomIntVariable(
@@ -30,4 +56,6 @@ void _PG_init(void) {
     if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade) return;
     request_shared_memory();
     register_launcher_worker();
+    previous_utility_hook = ProcessUtility_hook;
+    ProcessUtility_hook = on_utility;
 }

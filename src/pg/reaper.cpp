@@ -58,7 +58,7 @@ int64 sweep_database() {
             finished.push_back(column_int64(r, 2));
         }
     }
-    if (!finished.empty()) cancel_dependents(finished, "a dependency failed: its worker was lost");
+    if (!finished.empty()) cancel_dependents(finished, "failed: its worker was lost");
     return static_cast<int64>(recovered);
 }
 

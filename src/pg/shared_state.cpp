@@ -15,6 +15,7 @@ struct DatabaseWorker {
     Latch* latch;
     bool no_extension;     // last worker found no pg_wf here
     TimestampTz checked_at;
+    TimestampTz dropping_until;  // DROP DATABASE in progress: start no worker
 };
 
 struct WaiterSlot {
@@ -168,6 +169,35 @@ void wake_database_worker(Oid database) {
     Latch* latch = (w != nullptr && w->pid != 0) ? w->latch : nullptr;
     SpinLockRelease(&shared->mutex);
     if (latch) SetLatch(latch);
+}
+
+void stop_database_worker(Oid database) {
+    if (!shared) return;
+    constexpr long kHoldOffMs = 10 * 1000;
+    SpinLockAcquire(&shared->mutex);
+    DatabaseWorker* w = find_or_add_worker(database);
+    pid_t pid = 0;
+    if (w) {
+        w->dropping_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kHoldOffMs);
+        pid = w->pid;
+    }
+    SpinLockRelease(&shared->mutex);
+    if (pid == 0) return;
+    kill(pid, SIGTERM);
+    // Wait (up to 5 s, as DROP DATABASE itself would) for it to leave.
+    for (int i = 0; i < 500 && database_worker_alive(database); i++) {
+        CHECK_FOR_INTERRUPTS();
+        pg_usleep(10 * 1000L);
+    }
+}
+
+bool database_being_dropped(Oid database) {
+    if (!shared) return false;
+    SpinLockAcquire(&shared->mutex);
+    DatabaseWorker* w = find_worker(database);
+    bool dropping = w != nullptr && w->dropping_until > GetCurrentTimestamp();
+    SpinLockRelease(&shared->mutex);
+    return dropping;
 }
 
 void register_launcher() {

@@ -19,6 +19,10 @@ bool database_worker_alive(Oid database);
 bool database_lacks_extension(Oid database, TimestampTz* checked_at);
 void forget_database(Oid database);
 void wake_database_worker(Oid database);
+// Before DROP DATABASE: stops the database's worker, waits for it to leave
+// and keeps the launcher from starting another one for a while.
+void stop_database_worker(Oid database);
+bool database_being_dropped(Oid database);
 void register_launcher();
 void wake_launcher();
 bool take_launcher_request();  // true once after wake_launcher()

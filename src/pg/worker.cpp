@@ -119,6 +119,7 @@ void launcher_loop() {
                 pfree(it->handle);
                 started.erase(it);
             }
+            if (database_being_dropped(db.oid)) continue;
             TimestampTz checked_at = 0;
             if (database_lacks_extension(db.oid, &checked_at) && !requested &&
                 !TimestampDifferenceExceeds(checked_at, now, kRecheckWithoutExtensionMs))

@@ -1,0 +1,123 @@
+-- depends_on: blocked jobs, release when every parent is done, inputs from
+-- the parents' results, cancellation when a parent fails, and wf_retry
+-- bringing a failed branch back. Queues of this file: dep_*.
+-- Ids in messages are printed as <name> (ids depend on the whole suite).
+
+-- A diamond: extract -> (resize, 'thumb' by id) -> publish.
+SELECT wf_enqueue('dep', '{"n": "extract"}', step_name => 'extract') AS a \gset
+SELECT wf_enqueue('dep', '{"n": "resize"}', step_name => 'resize', depends_on => ARRAY[:a]) AS b \gset
+SELECT wf_enqueue('dep', '{"n": "thumb"}', depends_on => ARRAY[:a]) AS c \gset
+SELECT wf_enqueue('dep', '{"n": "publish"}', step_name => 'publish',
+                  depends_on => ARRAY[:b, :c, :b]) AS d \gset
+SELECT payload->>'n' AS job, status, depends_on = ARRAY[:a]::bigint[] AS on_a,
+       depends_on = ARRAY[:b, :c]::bigint[] AS on_b_c
+  FROM wf.jobs WHERE queue = 'dep' ORDER BY id;
+-- Only the root is ready.
+SELECT payload->>'n' AS job, inputs FROM wf_claim('dep', max_jobs => 10);
+SELECT wf_complete('dep', :a, 1, '{"pages": 3}');
+-- Both children of the root are released at once.
+SELECT payload->>'n' AS job, status FROM wf.jobs WHERE queue = 'dep' ORDER BY id;
+-- Their inputs: the root's result, keyed by its step name.
+SELECT payload->>'n' AS job, inputs FROM wf_claim('dep', max_jobs => 10);
+-- One parent of publish done: still blocked.
+SELECT wf_complete('dep', :b, 1, '{"size": "small"}');
+SELECT payload->>'n' AS job, status FROM wf.jobs WHERE id = :d;
+SELECT count(*) AS claimed FROM wf_claim('dep', max_jobs => 10);
+-- The last one releases it.
+SELECT wf_complete('dep', :c, 1, '[1, 2]');
+SELECT payload->>'n' AS job, status FROM wf.jobs WHERE id = :d;
+-- Parents without a step name are keyed by id.
+SELECT payload->>'n' AS job, inputs->'resize' AS resize, inputs->:'c' AS by_id,
+       (SELECT count(*) FROM jsonb_object_keys(inputs)) AS keys
+  FROM wf_claim('dep', max_jobs => 10);
+SELECT wf_complete('dep', :d, 1);
+SELECT payload->>'n' AS job, status, result FROM wf.jobs WHERE queue = 'dep' ORDER BY id;
+
+-- A parent that is already done does not block; its result is an input.
+SELECT wf_enqueue('dep_done', '{"n": "child"}', depends_on => ARRAY[:a]) AS j \gset
+SELECT status FROM wf.jobs WHERE id = :j;
+SELECT inputs FROM wf_claim('dep_done');
+-- A parent done with no result gives a JSON null input.
+SELECT wf_enqueue('dep_done', '{"n": "parent"}', step_name => 'p') AS p \gset
+SELECT count(*) FROM wf_claim('dep_done');
+SELECT wf_complete('dep_done', :p, 1);
+SELECT wf_enqueue('dep_done', '{"n": "child2"}', depends_on => ARRAY[:p]) AS j \gset
+SELECT inputs FROM wf_claim('dep_done');
+
+-- Dependencies cross queues: a job of one queue releases a job of another.
+SELECT wf_enqueue('dep_x1', '{}', step_name => 'upstream') AS p \gset
+SELECT wf_enqueue('dep_x2', '{}', depends_on => ARRAY[:p]) AS j \gset
+SELECT status FROM wf.jobs WHERE id = :j;
+SELECT count(*) FROM wf_claim('dep_x1');
+SELECT wf_complete('dep_x1', :p, 1, '{"from": "x1"}');
+SELECT status FROM wf.jobs WHERE id = :j;
+SELECT inputs FROM wf_claim('dep_x2');
+
+-- Parent and child in one transaction; rolled back, neither exists.
+BEGIN;
+SELECT wf_enqueue('dep_tx') AS p \gset
+SELECT wf_enqueue('dep_tx', depends_on => ARRAY[:p]) IS NOT NULL AS child;
+ROLLBACK;
+SELECT count(*) AS jobs FROM wf.jobs WHERE queue = 'dep_tx';
+
+-- A dependency on a job that does not exist: an error, nothing created.
+SELECT try_sql($$SELECT wf_enqueue('dep_missing', depends_on => ARRAY[9000000000000])$$);
+SELECT try_sql(format($$SELECT wf_enqueue('dep_missing', depends_on => ARRAY[%s, 9000000000000])$$, :a));
+SELECT count(*) AS jobs FROM wf.jobs WHERE queue = 'dep_missing';
+-- An empty array is no dependency.
+SELECT wf_enqueue('dep_missing', depends_on => '{}') AS j \gset
+SELECT status FROM wf.jobs WHERE id = :j;
+
+-- A parent that fails cancels its dependents, transitively, saying why.
+SELECT wf_enqueue('dep_fail', '{"n": "root"}', max_attempts => 1, step_name => 'root') AS r \gset
+SELECT wf_enqueue('dep_fail', '{"n": "other"}', step_name => 'other') AS o \gset
+SELECT wf_enqueue('dep_fail', '{"n": "child"}', step_name => 'child',
+                  depends_on => ARRAY[:r, :o]) AS c \gset
+SELECT wf_enqueue('dep_fail', '{"n": "grandchild"}', depends_on => ARRAY[:c]) AS g \gset
+SELECT wf_enqueue('dep_fail_other', '{"n": "cousin"}', depends_on => ARRAY[:g]) AS k \gset
+SELECT payload->>'n' AS job FROM wf_claim('dep_fail', max_jobs => 10);
+SELECT wf_complete('dep_fail', :o, 1, '{"other": 1}');
+SELECT wf_fail('dep_fail', :r, 1, 'disk full') AS status;
+SELECT payload->>'n' AS job, status, replace(last_error, :'r', '<root>') AS last_error,
+       finished_at IS NOT NULL AS finished
+  FROM wf.jobs WHERE queue IN ('dep_fail', 'dep_fail_other') ORDER BY id;
+SELECT count(*) AS claimed FROM wf_claim('dep_fail', max_jobs => 10);
+-- A new job depending on a failed job is cancelled at once.
+SELECT wf_enqueue('dep_fail', '{"n": "late"}', depends_on => ARRAY[:r]) AS late \gset
+SELECT status, replace(last_error, :'r', '<root>') AS last_error FROM wf.jobs WHERE id = :late;
+
+-- wf_retry on the failed parent brings it back, and with it every job its
+-- failure cancelled, blocked on it again.
+SELECT wf_retry('dep_fail', :r) AS retried;
+SELECT payload->>'n' AS job, status, attempt, max_attempts
+  FROM wf.jobs WHERE queue IN ('dep_fail', 'dep_fail_other') ORDER BY id;
+-- Run the branch to its end: each completion releases the next job, and
+-- the inputs are those of the successful run.
+SELECT payload->>'n' AS job, attempt FROM wf_claim('dep_fail', max_jobs => 10);
+SELECT wf_complete('dep_fail', :r, 2, '{"root": "ok"}');
+SELECT payload->>'n' AS job, inputs FROM wf_claim('dep_fail', max_jobs => 10) ORDER BY 1;
+SELECT wf_complete('dep_fail', :c, 1, '{"child": "ok"}');
+SELECT wf_complete('dep_fail', :late, 1);
+SELECT payload->>'n' AS job, inputs FROM wf_claim('dep_fail', max_jobs => 10);
+SELECT wf_complete('dep_fail', :g, 1, '{"grandchild": "ok"}');
+SELECT payload->>'n' AS job, inputs->:'g' AS from_grandchild FROM wf_claim('dep_fail_other');
+SELECT wf_complete('dep_fail_other', :k, 1);
+SELECT payload->>'n' AS job, status, replace(last_error, :'r', '<root>') AS last_error
+  FROM wf.jobs WHERE queue IN ('dep_fail', 'dep_fail_other') ORDER BY id;
+
+-- Exhausting attempts also cancels dependents; a retry on the child alone
+-- (its parent still failed) leaves it blocked, not runnable.
+SELECT wf_enqueue('dep_exhaust', '{"n": "parent"}', max_attempts => 1) AS p \gset
+SELECT wf_enqueue('dep_exhaust', '{"n": "child"}', depends_on => ARRAY[:p]) AS c \gset
+SELECT count(*) FROM wf_claim('dep_exhaust');
+SELECT wf_fail('dep_exhaust', :p, 1, 'boom') AS status;
+SELECT payload->>'n' AS job, status, replace(last_error, :'p', '<parent>') AS last_error
+  FROM wf.jobs WHERE queue = 'dep_exhaust' ORDER BY id;
+SELECT wf_retry('dep_exhaust', :c) AS retried;
+SELECT payload->>'n' AS job, status FROM wf.jobs WHERE queue = 'dep_exhaust' ORDER BY id;
+SELECT count(*) AS claimed FROM wf_claim('dep_exhaust');
+-- Retrying the parent later releases it as usual.
+SELECT wf_retry('dep_exhaust', :p) AS retried;
+SELECT payload->>'n' AS job, attempt FROM wf_claim('dep_exhaust');
+SELECT wf_complete('dep_exhaust', :p, 2, '"parent ok"');
+SELECT payload->>'n' AS job, inputs->:'p' AS from_parent FROM wf_claim('dep_exhaust');
