@@ -11,7 +11,9 @@ suites=("$@")
 want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 "$repo/scripts/install-deps.sh" || exit 1
-export PATH="/usr/lib/postgresql/15/bin:$PATH"
+# PG_CONFIG picks the server to build for and test against (default: 15).
+export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+export PATH="$("$PG_CONFIG" --bindir):$PATH"
 
 echo "== build and install"
 ( cd "$repo" && make -s -j2 && make -s install ) >/tmp/pg_wf-build.log 2>&1 || {
