@@ -19,26 +19,40 @@ PreparedStatement lock_queue_config(
     "SELECT max_running FROM wf.queue_config WHERE queue = $1 FOR UPDATE", {TEXTOID});
 
 PreparedStatement count_running(
-    "SELECT count(*) FROM wf.job WHERE queue = $1 AND status = 'running'", {TEXTOID});
+    "SELECT count(*) FROM wf.claim c JOIN wf.job j ON j.queue = $1 AND j.id = c.id"
+    " WHERE c.queue = $1 AND j.attempt = c.attempt AND j.status = 'running'",
+    {TEXTOID});
 
-// One statement: pick ready jobs in claim order over the partial index of
-// pending jobs, skip those another claimer holds, mark them running. The
-// pick is an array built once (an InitPlan): as a joined subquery the
-// planner may rerun it per row, and each rerun would pick more jobs. The
-// queue is named in both references to wf.job so it can be routed by queue.
+// One statement: take ready rows in claim order, skipping those another
+// claimer holds; mark their jobs running (a HOT update: no index changes);
+// record the owner in the unlogged claim table. The pick is an array built
+// once (an InitPlan): as a joined subquery the planner may rerun it per
+// row, and each rerun would pick more jobs. The queue is named in every
+// reference to a job table, so the statement can be routed by queue.
 PreparedStatement claim_jobs(
-    "UPDATE wf.job j"
-    "   SET status = 'running', attempt = j.attempt + 1, worker = $2,"
-    "       owner_session = $3, owner_pid = $4, started_at = $7, lease = $5,"
-    "       lease_expires_at = $7 + $5, cancel_requested = false"
-    " WHERE j.queue = $1 AND j.id = ANY (ARRAY("
-    "         SELECT c.id FROM wf.job c"
-    "          WHERE c.queue = $1 AND c.status = 'pending' AND c.run_at <= $7"
+    "WITH picked AS ("
+    "  DELETE FROM wf.ready r"
+    "   WHERE r.queue = $1 AND r.ctid = ANY (ARRAY("
+    "         SELECT c.ctid FROM wf.ready c"
+    "          WHERE c.queue = $1 AND c.run_at <= $7"
     "          ORDER BY c.priority DESC, c.run_at, c.id"
-    "          LIMIT $6 FOR NO KEY UPDATE SKIP LOCKED))"
-    " RETURNING j.id, j.attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
-    "           j.priority, j.max_attempts, j.idempotency_key, j.depends_on,"
-    "           j.lease_expires_at, j.run_at",
+    "          LIMIT $6 FOR UPDATE SKIP LOCKED))"
+    "  RETURNING r.id),"
+    " claimed AS ("
+    "  UPDATE wf.job j"
+    "     SET status = 'running', attempt = j.attempt + 1, worker = $2, owner_pid = $4,"
+    "         started_at = $7, cancel_requested = false"
+    "    FROM picked WHERE j.queue = $1 AND j.id = picked.id AND j.status = 'pending'"
+    "  RETURNING j.id, j.attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
+    "            j.priority, j.max_attempts, j.idempotency_key, j.depends_on, j.run_at),"
+    " owned AS ("
+    "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at)"
+    "  SELECT $1, id, attempt, $3, $5, $7 + $5 FROM claimed"
+    "  ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt,"
+    "     owner_session = excluded.owner_session, lease = excluded.lease,"
+    "     lease_expires_at = excluded.lease_expires_at)"
+    " SELECT id, attempt, queue, payload, workflow_id, step_name, priority, max_attempts,"
+    "        idempotency_key, depends_on, $7 + $5, run_at FROM claimed",
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID});
 
 // The results of the jobs a job depended on, keyed by step name (or id).
@@ -49,18 +63,19 @@ PreparedStatement dependency_results(
 
 // When the next scheduled job of the queue becomes due, to bound a wait.
 PreparedStatement next_due(
-    "SELECT min(run_at) FROM wf.job WHERE queue = $1 AND status = 'pending' AND run_at > $2",
+    "SELECT min(run_at) FROM wf.ready WHERE queue = $1 AND run_at > $2",
     {TEXTOID, TIMESTAMPTZOID});
 
 PreparedStatement read_claim(
-    "SELECT lease, cancel_requested FROM wf.job"
-    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'",
+    "SELECT c.lease, j.cancel_requested FROM wf.job j"
+    "  JOIN wf.claim c ON c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt = $3 AND j.status = 'running'",
     {TEXTOID, INT8OID, INT4OID});
 
+// Leases live in the unlogged claim table: a renewal writes no WAL.
 PreparedStatement extend_lease(
-    "UPDATE wf.job SET lease = $4, lease_expires_at = $5 + $4"
-    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    "   AND NOT cancel_requested",
+    "UPDATE wf.claim SET lease = $4, lease_expires_at = $5 + $4"
+    " WHERE queue = $1 AND id = $2 AND attempt = $3",
     {TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID});
 
 constexpr int kColumns = 11;  // of wf_claim's result

@@ -16,27 +16,37 @@ namespace {
 
 // A job whose cancellation was requested while it ran ends `cancelled`
 // whichever way it finishes.
+// The job row first, then its claim: the reaper takes them in the same
+// order, so the two never deadlock.
 PreparedStatement complete_job(
-    "UPDATE wf.job SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,"
+    "WITH finished AS ("
+    " UPDATE wf.job SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,"
     "       result = CASE WHEN cancel_requested THEN result ELSE $4 END,"
-    "       finished_at = now(), owner_session = NULL, lease_expires_at = NULL,"
+    "       finished_at = now(),"
     "       last_error = CASE WHEN cancel_requested THEN 'cancelled while running'"
     "                         ELSE last_error END"
     " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    " RETURNING status",
+    " RETURNING id, attempt, status),"
+    " released AS (DELETE FROM wf.claim c USING finished f"
+    "               WHERE c.queue = $1 AND c.id = f.id AND c.attempt = f.attempt)"
+    " SELECT status FROM finished",
     {TEXTOID, INT8OID, INT4OID, JSONBOID});
 
 // Each child loses one unfinished dependency; the last one makes it ready.
 // Concurrent parents serialise on the child row, and the UPDATE re-reads it.
 PreparedStatement release_children(
-    "UPDATE wf.job c"
+    "WITH released AS ("
+    " UPDATE wf.job c"
     "   SET pending_deps = c.pending_deps - 1,"
     "       status = CASE WHEN c.pending_deps = 1 THEN 'pending' ELSE c.status END,"
     "       run_at = CASE WHEN c.pending_deps = 1 THEN greatest(c.run_at, now()) ELSE c.run_at END"
     "  FROM wf.dependency d"
     " WHERE d.parent_id = $1 AND c.queue = d.child_queue AND c.id = d.child_id"
     "   AND c.status = 'blocked'"
-    " RETURNING c.queue, c.status",
+    " RETURNING c.queue, c.priority, c.run_at, c.id, c.status),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM released WHERE status = 'pending')"
+    " SELECT queue, status FROM released",
     {INT8OID});
 
 PreparedStatement cancel_descendants(
@@ -59,17 +69,24 @@ PreparedStatement read_for_fail(
     {TEXTOID, INT8OID, INT4OID});
 
 PreparedStatement record_failure(
-    "UPDATE wf.job SET status = $4, last_error = $5, owner_session = NULL,"
-    "       lease_expires_at = NULL,"
+    "WITH failed AS ("
+    " UPDATE wf.job SET status = $4, last_error = $5,"
     "       run_at = CASE WHEN $4 = 'pending' THEN now() + make_interval(secs => $6) ELSE run_at END,"
     "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END"
-    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'",
+    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
+    " RETURNING queue, priority, run_at, id, attempt, status),"
+    " released AS (DELETE FROM wf.claim c USING failed f"
+    "               WHERE c.queue = $1 AND c.id = f.id AND c.attempt = f.attempt),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM failed WHERE status = 'pending')"
+    " SELECT 1",
     {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, FLOAT8OID});
 
 // Back from the dead letter with a fresh budget of attempts. The attempt
 // counter itself never goes back: it is the fencing token.
 PreparedStatement retry_job(
-    "UPDATE wf.job j"
+    "WITH retried AS ("
+    " UPDATE wf.job j"
     "   SET status = CASE WHEN u.unfinished > 0 THEN 'blocked' ELSE 'pending' END,"
     "       pending_deps = u.unfinished, max_attempts = j.attempt + j.attempt_budget,"
     "       run_at = now(), finished_at = NULL, cancelled_by = NULL, cancel_requested = false"
@@ -77,7 +94,10 @@ PreparedStatement retry_job(
     "          FROM wf.job p, wf.job me"
     "         WHERE me.queue = $1 AND me.id = $2 AND p.id = ANY(me.depends_on)) AS u"
     " WHERE j.queue = $1 AND j.id = $2 AND j.status IN ('failed', 'cancelled')"
-    " RETURNING j.status",
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM retried WHERE status = 'pending')"
+    " SELECT status FROM retried",
     {TEXTOID, INT8OID});
 
 // The jobs a failed job cancelled come back with it, blocked on it again.
@@ -96,6 +116,19 @@ PreparedStatement restore_descendants(
     "                         WHERE p.id = ANY(j.depends_on) AND p.status <> 'done')"
     "   FROM back WHERE j.queue = back.queue AND j.id = back.id",
     {INT8OID});
+
+// A pending job leaves the ready set before its row changes: claims take
+// the ready row first, then the job, and so does this (no deadlock). Its
+// key is read first, unlocked: priority and run_at of a pending job do not
+// change while it stays pending.
+PreparedStatement read_ready_key(
+    "SELECT priority, run_at FROM wf.job"
+    " WHERE queue = $1 AND id = $2 AND status = 'pending'",
+    {TEXTOID, INT8OID});
+
+PreparedStatement leave_ready_set(
+    "DELETE FROM wf.ready WHERE queue = $1 AND priority = $3 AND run_at = $4 AND id = $2",
+    {TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID});
 
 PreparedStatement cancel_job(
     "UPDATE wf.job"
@@ -266,9 +299,14 @@ WF_SQL_FUNCTION(wf_cancel) {
     int64 id = int64_arg(fcinfo, 1, "id");
 
     SpiConnection spi;
-    Params<2> p;
+    Params<4> p;
     p.set(0, PG_GETARG_DATUM(0));
     p.set(1, PG_GETARG_DATUM(1));
+    if (read_ready_key.execute(p.values, p.nulls) == 1) {
+        p.set(2, column(0, 1));
+        p.set(3, column(0, 2));
+        leave_ready_set.execute(p.values, p.nulls);
+    }
     bool cancelled = cancel_job.execute(p.values, p.nulls) == 1;
     // A running job is only flagged: its dependents go when it stops.
     if (cancelled && column_text(0, 1) == "cancelled") cancel_dependents({id}, "was cancelled");
