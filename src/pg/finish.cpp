@@ -27,8 +27,9 @@ PreparedStatement complete_job(
     "                         ELSE last_error END"
     " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
     " RETURNING id, attempt, status),"
-    " released AS (DELETE FROM wf.claim c USING finished f"
-    "               WHERE c.queue = $1 AND c.id = f.id AND c.attempt = f.attempt)"
+    " released AS (DELETE FROM wf.claim c"
+    "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    "                 AND EXISTS (SELECT 1 FROM finished))"
     " SELECT status FROM finished",
     {TEXTOID, INT8OID, INT4OID, JSONBOID});
 
@@ -75,8 +76,9 @@ PreparedStatement record_failure(
     "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END"
     " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
     " RETURNING queue, priority, run_at, id, attempt, status),"
-    " released AS (DELETE FROM wf.claim c USING failed f"
-    "               WHERE c.queue = $1 AND c.id = f.id AND c.attempt = f.attempt),"
+    " released AS (DELETE FROM wf.claim c"
+    "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    "                 AND EXISTS (SELECT 1 FROM failed)),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
     "           SELECT queue, priority, run_at, id FROM failed WHERE status = 'pending')"
     " SELECT 1",
