@@ -142,11 +142,24 @@ RETURNS TABLE (id bigint, attempt int, queue text, payload jsonb, workflow_id uu
                inputs jsonb, lease_expires_at timestamptz)
 AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1;
 
+-- One round trip and one commit per job: complete this one, claim the next.
+CREATE FUNCTION wf_complete_and_claim(queue text, id bigint, attempt int, result jsonb DEFAULT NULL,
+                                      worker text DEFAULT NULL, max_jobs int DEFAULT 1,
+                                      lease interval DEFAULT NULL)
+RETURNS TABLE (completed boolean, id bigint, attempt int, queue text, payload jsonb,
+               workflow_id uuid, step_name text, priority int, max_attempts int,
+               idempotency_key text, inputs jsonb, lease_expires_at timestamptz)
+AS 'MODULE_PATHNAME', 'wf_complete_and_claim' LANGUAGE C VOLATILE ROWS 1;
+
 CREATE FUNCTION wf_heartbeat(queue text, id bigint, attempt int, extend interval DEFAULT NULL)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_heartbeat' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_complete(queue text, id bigint, attempt int, result jsonb DEFAULT NULL)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete' LANGUAGE C VOLATILE;
+
+-- Many completions of one queue in one statement; returns the ids completed.
+CREATE FUNCTION wf_complete_many(queue text, ids bigint[], attempts int[], results jsonb[] DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_complete_many' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_fail(queue text, id bigint, attempt int, error text,
                         retry_in interval DEFAULT NULL, permanent boolean DEFAULT false)

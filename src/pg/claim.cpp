@@ -205,24 +205,48 @@ public:
 using namespace wf;
 using namespace wf::pg;
 
-// wf_claim(queue, worker, max_jobs, lease, wait) -> TABLE(...)
-WF_SQL_FUNCTION(wf_claim) {
-    std::string_view queue = queue_arg(fcinfo, 0);
+namespace {
+
+// The claim arguments of wf_claim and wf_complete_and_claim, from `first`
+// on: queue, worker, max_jobs, lease.
+ClaimRequest read_claim_request(FunctionCallInfo fcinfo, int queue_n, int first) {
     ClaimRequest req{};
-    req.queue = PG_GETARG_DATUM(0);
-    if (PG_ARGISNULL(1)) {
+    req.queue = PG_GETARG_DATUM(queue_n);
+    if (PG_ARGISNULL(first)) {
         std::string name = "pid " + std::to_string(MyProcPid);
         req.worker = call([&] { return CStringGetTextDatum(name.c_str()); });
     } else {
-        core::validate_label(text_arg(fcinfo, 1, "worker"), "worker");
-        req.worker = PG_GETARG_DATUM(1);
+        core::validate_label(text_arg(fcinfo, first, "worker"), "worker");
+        req.worker = PG_GETARG_DATUM(first);
     }
-    req.max_jobs = int32_arg(fcinfo, 2, "max_jobs");
+    req.max_jobs = int32_arg(fcinfo, first + 1, "max_jobs");
     core::validate_max_jobs(req.max_jobs);
-    req.lease = PG_ARGISNULL(3) ? nullptr : interval_arg(fcinfo, 3, "lease", false);
+    req.lease = PG_ARGISNULL(first + 2) ? nullptr : interval_arg(fcinfo, first + 2, "lease", false);
+    return req;
+}
+
+// Puts the claimed rows in the result, after `prefix` columns if any.
+void emit(FunctionCallInfo fcinfo, std::vector<ClaimedRow>& rows, int prefix_count,
+          const Datum* prefix, const bool* prefix_nulls) {
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    Datum values[kColumns + 1];
+    bool nulls[kColumns + 1];
+    for (ClaimedRow& row : rows) {
+        for (int i = 0; i < prefix_count; i++) values[i] = prefix[i], nulls[i] = prefix_nulls[i];
+        for (int i = 0; i < kColumns; i++)
+            values[prefix_count + i] = row.values[i], nulls[prefix_count + i] = row.nulls[i];
+        call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls); });
+    }
+}
+
+}  // namespace
+
+// wf_claim(queue, worker, max_jobs, lease, wait) -> TABLE(...)
+WF_SQL_FUNCTION(wf_claim) {
+    std::string_view queue = queue_arg(fcinfo, 0);
+    ClaimRequest req = read_claim_request(fcinfo, 0, 1);
     double wait_seconds = PG_ARGISNULL(4) ? 0 : interval_seconds(interval_arg(fcinfo, 4, "wait", true));
 
-    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     // The lock that says this session is alive, taken before any job is ours.
     call([] { ensure_session_holds_owner_lock(); });
@@ -252,8 +276,40 @@ WF_SQL_FUNCTION(wf_claim) {
         });
         rows = claim_once(req);
     }
-    for (ClaimedRow& row : rows)
-        call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls); });
+    emit(fcinfo, rows, 0, nullptr, nullptr);
+    spi.finish();
+    return 0;
+}
+
+// wf_complete_and_claim(queue, id, attempt, result, worker, max_jobs, lease)
+// -> TABLE(completed, <wf_claim's columns>): a worker's next round trip in
+// one call and one commit. `completed` says whether the completion counted
+// (false: a stale token, nothing stored); when no job was claimed a single
+// row carries it, with NULL job columns. No `wait`: it would hold the
+// completion uncommitted.
+WF_SQL_FUNCTION(wf_complete_and_claim) {
+    queue_arg(fcinfo, 0);
+    int64_arg(fcinfo, 1, "id");
+    int32_arg(fcinfo, 2, "attempt");
+    if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
+    ClaimRequest req = read_claim_request(fcinfo, 0, 4);
+
+    call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    call([] { ensure_session_holds_owner_lock(); });
+
+    SpiConnection spi;
+    Datum completed = BoolGetDatum(complete_job(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1),
+                                                PG_GETARG_DATUM(2),
+                                                PG_ARGISNULL(3) ? 0 : PG_GETARG_DATUM(3),
+                                                PG_ARGISNULL(3)));
+    bool completed_null = false;
+    std::vector<ClaimedRow> rows = claim_once(req);
+    if (rows.empty()) {
+        ClaimedRow none{};
+        std::fill(std::begin(none.nulls), std::end(none.nulls), true);
+        rows.push_back(none);
+    }
+    emit(fcinfo, rows, 1, &completed, &completed_null);
     spi.finish();
     return 0;
 }
