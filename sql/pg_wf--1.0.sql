@@ -19,50 +19,76 @@ CREATE TABLE wf.queue_config (
 
 CREATE SEQUENCE wf.job_id_seq;
 
--- One row per job. The primary key and every index lead with queue, so the
--- table can later be partitioned or distributed by queue.
+-- One row per job, kept until wf.retention after it finished. No index
+-- depends on a column that a claim or a completion changes, so both are HOT
+-- updates that write no index entry; the free space left on each page
+-- (fillfactor) is where those updates go. Columns that change sit together
+-- in the middle, so WAL records of updates shrink to the changed bytes.
+-- The primary key and every index lead with queue, so the table can later
+-- be partitioned or distributed by queue.
 CREATE TABLE wf.job (
     queue            text        NOT NULL,
     id               bigint      NOT NULL DEFAULT nextval('wf.job_id_seq'),
-    status           text        NOT NULL CHECK (status IN
-                       ('blocked','pending','running','waiting','done','failed','cancelled')),
-    payload          jsonb       NOT NULL,
-    result           jsonb,
     priority         int         NOT NULL DEFAULT 0,
-    run_at           timestamptz NOT NULL DEFAULT now(),
-    attempt          int         NOT NULL DEFAULT 0,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    workflow_id      uuid,
     max_attempts     int         NOT NULL CHECK (max_attempts > 0),
     attempt_budget   int         NOT NULL,    -- attempts granted by enqueue and by each wf_retry
-    idempotency_key  text,
-    workflow_id      uuid,
-    step_name        text,
-    depends_on       bigint[],
-    pending_deps     int         NOT NULL DEFAULT 0,  -- unfinished dependencies
-    last_error       text,
-    worker           text,
-    owner_session    bigint,      -- key of the claiming session's advisory lock
-    owner_pid        int,         -- for people reading wf.jobs; the lock is the truth
-    lease            interval,    -- lease length of the current claim, if any
-    lease_expires_at timestamptz,
-    cancel_requested boolean     NOT NULL DEFAULT false,
-    cancelled_by     bigint,      -- the failed upstream job that cancelled this one
-    created_at       timestamptz NOT NULL DEFAULT now(),
+    -- changed by claims and completions:
+    status           text        NOT NULL CHECK (status IN
+                       ('blocked','pending','running','waiting','done','failed','cancelled')),
+    attempt          int         NOT NULL DEFAULT 0,
+    run_at           timestamptz NOT NULL DEFAULT now(),
     started_at       timestamptz,
     finished_at      timestamptz,
+    owner_pid        int,         -- for people reading wf.jobs; the owner lock is the truth
+    pending_deps     int         NOT NULL DEFAULT 0,  -- unfinished dependencies
+    cancel_requested boolean     NOT NULL DEFAULT false,
+    cancelled_by     bigint,      -- the failed upstream job that cancelled this one
+    worker           text,
+    last_error       text,
+    result           jsonb,
+    -- set once:
+    step_name        text,
+    idempotency_key  text,
+    depends_on       bigint[],
+    payload          jsonb       NOT NULL,
     PRIMARY KEY (queue, id)
-);
+) WITH (fillfactor = 50);
 ALTER SEQUENCE wf.job_id_seq OWNED BY wf.job.id;
 
--- The claim index: ready jobs only, in claim order.
-CREATE INDEX job_ready ON wf.job (queue, priority DESC, run_at, id)
-    WHERE status = 'pending';
--- The reaper's view of who owns what.
-CREATE INDEX job_running ON wf.job (owner_session)
-    WHERE status = 'running';
 -- Dependencies name jobs by id only.
 CREATE INDEX job_id ON wf.job (id);
 CREATE UNIQUE INDEX job_idempotency ON wf.job (queue, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
+
+-- The ready set: one row per pending job, in claim order. A claim deletes
+-- rows here; nothing else scans it, so its index holds only ready jobs and
+-- history never slows a claim down.
+CREATE TABLE wf.ready (
+    queue    text        NOT NULL,
+    priority int         NOT NULL,
+    run_at   timestamptz NOT NULL,
+    id       bigint      NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE UNIQUE INDEX ready_claim_order ON wf.ready (queue, priority DESC, run_at, id);
+
+-- Who holds each running job. UNLOGGED: a claim is worth nothing after a
+-- crash (its session is gone), so writing it to WAL would only cost. After a
+-- crash this table is empty and the reaper finds running jobs in wf.job once
+-- (see reaper.cpp: the sentinel row says whether that is needed).
+CREATE UNLOGGED TABLE wf.claim (
+    queue            text   NOT NULL,
+    id               bigint NOT NULL,
+    attempt          int    NOT NULL,
+    owner_session    bigint NOT NULL,   -- key of the claiming session's lock
+    lease            interval,
+    lease_expires_at timestamptz,
+    PRIMARY KEY (queue, id)
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+        autovacuum_vacuum_cost_delay = 0);
+INSERT INTO wf.claim VALUES ('', 0, 0, 0);  -- the sentinel: present until a crash
 
 -- Reverse edges of depends_on: completing a parent touches only its children.
 CREATE TABLE wf.dependency (
@@ -73,11 +99,13 @@ CREATE TABLE wf.dependency (
 );
 
 CREATE VIEW wf.jobs AS
-SELECT id, queue, status, payload, result, attempt, max_attempts, priority,
-       run_at, idempotency_key, workflow_id, step_name, depends_on, last_error,
-       worker, lease_expires_at, created_at, started_at, finished_at,
-       owner_pid, cancel_requested
-  FROM wf.job;
+SELECT j.id, j.queue, j.status, j.payload, j.result, j.attempt, j.max_attempts,
+       j.priority, j.run_at, j.idempotency_key, j.workflow_id, j.step_name,
+       j.depends_on, j.last_error, j.worker,
+       CASE WHEN j.status = 'running' THEN c.lease_expires_at END AS lease_expires_at,
+       j.created_at, j.started_at, j.finished_at, j.owner_pid, j.cancel_requested
+  FROM wf.job j
+  LEFT JOIN wf.claim c ON c.queue = j.queue AND c.id = j.id AND c.attempt = j.attempt;
 
 CREATE VIEW wf.queue_stats AS
 SELECT queue,
@@ -114,11 +142,24 @@ RETURNS TABLE (id bigint, attempt int, queue text, payload jsonb, workflow_id uu
                inputs jsonb, lease_expires_at timestamptz)
 AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1;
 
+-- One round trip and one commit per job: complete this one, claim the next.
+CREATE FUNCTION wf_complete_and_claim(queue text, id bigint, attempt int, result jsonb DEFAULT NULL,
+                                      worker text DEFAULT NULL, max_jobs int DEFAULT 1,
+                                      lease interval DEFAULT NULL)
+RETURNS TABLE (completed boolean, id bigint, attempt int, queue text, payload jsonb,
+               workflow_id uuid, step_name text, priority int, max_attempts int,
+               idempotency_key text, inputs jsonb, lease_expires_at timestamptz)
+AS 'MODULE_PATHNAME', 'wf_complete_and_claim' LANGUAGE C VOLATILE ROWS 1;
+
 CREATE FUNCTION wf_heartbeat(queue text, id bigint, attempt int, extend interval DEFAULT NULL)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_heartbeat' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_complete(queue text, id bigint, attempt int, result jsonb DEFAULT NULL)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete' LANGUAGE C VOLATILE;
+
+-- Many completions of one queue in one statement; returns the ids completed.
+CREATE FUNCTION wf_complete_many(queue text, ids bigint[], attempts int[], results jsonb[] DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_complete_many' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_fail(queue text, id bigint, attempt int, error text,
                         retry_in interval DEFAULT NULL, permanent boolean DEFAULT false)

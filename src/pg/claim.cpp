@@ -19,26 +19,40 @@ PreparedStatement lock_queue_config(
     "SELECT max_running FROM wf.queue_config WHERE queue = $1 FOR UPDATE", {TEXTOID});
 
 PreparedStatement count_running(
-    "SELECT count(*) FROM wf.job WHERE queue = $1 AND status = 'running'", {TEXTOID});
+    "SELECT count(*) FROM wf.claim c JOIN wf.job j ON j.queue = $1 AND j.id = c.id"
+    " WHERE c.queue = $1 AND j.attempt = c.attempt AND j.status = 'running'",
+    {TEXTOID});
 
-// One statement: pick ready jobs in claim order over the partial index of
-// pending jobs, skip those another claimer holds, mark them running. The
-// pick is an array built once (an InitPlan): as a joined subquery the
-// planner may rerun it per row, and each rerun would pick more jobs. The
-// queue is named in both references to wf.job so it can be routed by queue.
+// One statement: take ready rows in claim order, skipping those another
+// claimer holds; mark their jobs running (a HOT update: no index changes);
+// record the owner in the unlogged claim table. The pick is an array built
+// once (an InitPlan): as a joined subquery the planner may rerun it per
+// row, and each rerun would pick more jobs. The queue is named in every
+// reference to a job table, so the statement can be routed by queue.
 PreparedStatement claim_jobs(
-    "UPDATE wf.job j"
-    "   SET status = 'running', attempt = j.attempt + 1, worker = $2,"
-    "       owner_session = $3, owner_pid = $4, started_at = $7, lease = $5,"
-    "       lease_expires_at = $7 + $5, cancel_requested = false"
-    " WHERE j.queue = $1 AND j.id = ANY (ARRAY("
-    "         SELECT c.id FROM wf.job c"
-    "          WHERE c.queue = $1 AND c.status = 'pending' AND c.run_at <= $7"
+    "WITH picked AS ("
+    "  DELETE FROM wf.ready r"
+    "   WHERE r.queue = $1 AND r.ctid = ANY (ARRAY("
+    "         SELECT c.ctid FROM wf.ready c"
+    "          WHERE c.queue = $1 AND c.run_at <= $7"
     "          ORDER BY c.priority DESC, c.run_at, c.id"
-    "          LIMIT $6 FOR NO KEY UPDATE SKIP LOCKED))"
-    " RETURNING j.id, j.attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
-    "           j.priority, j.max_attempts, j.idempotency_key, j.depends_on,"
-    "           j.lease_expires_at, j.run_at",
+    "          LIMIT $6 FOR UPDATE SKIP LOCKED))"
+    "  RETURNING r.id),"
+    " claimed AS ("
+    "  UPDATE wf.job j"
+    "     SET status = 'running', attempt = j.attempt + 1, worker = $2, owner_pid = $4,"
+    "         started_at = $7, cancel_requested = false"
+    "    FROM picked WHERE j.queue = $1 AND j.id = picked.id AND j.status = 'pending'"
+    "  RETURNING j.id, j.attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
+    "            j.priority, j.max_attempts, j.idempotency_key, j.depends_on, j.run_at),"
+    " owned AS ("
+    "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at)"
+    "  SELECT $1, id, attempt, $3, $5, $7 + $5 FROM claimed"
+    "  ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt,"
+    "     owner_session = excluded.owner_session, lease = excluded.lease,"
+    "     lease_expires_at = excluded.lease_expires_at)"
+    " SELECT id, attempt, queue, payload, workflow_id, step_name, priority, max_attempts,"
+    "        idempotency_key, depends_on, $7 + $5, run_at FROM claimed",
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID});
 
 // The results of the jobs a job depended on, keyed by step name (or id).
@@ -49,18 +63,19 @@ PreparedStatement dependency_results(
 
 // When the next scheduled job of the queue becomes due, to bound a wait.
 PreparedStatement next_due(
-    "SELECT min(run_at) FROM wf.job WHERE queue = $1 AND status = 'pending' AND run_at > $2",
+    "SELECT min(run_at) FROM wf.ready WHERE queue = $1 AND run_at > $2",
     {TEXTOID, TIMESTAMPTZOID});
 
 PreparedStatement read_claim(
-    "SELECT lease, cancel_requested FROM wf.job"
-    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'",
+    "SELECT c.lease, j.cancel_requested FROM wf.job j"
+    "  JOIN wf.claim c ON c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt = $3 AND j.status = 'running'",
     {TEXTOID, INT8OID, INT4OID});
 
+// Leases live in the unlogged claim table: a renewal writes no WAL.
 PreparedStatement extend_lease(
-    "UPDATE wf.job SET lease = $4, lease_expires_at = $5 + $4"
-    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    "   AND NOT cancel_requested",
+    "UPDATE wf.claim SET lease = $4, lease_expires_at = $5 + $4"
+    " WHERE queue = $1 AND id = $2 AND attempt = $3",
     {TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID});
 
 constexpr int kColumns = 11;  // of wf_claim's result
@@ -190,24 +205,48 @@ public:
 using namespace wf;
 using namespace wf::pg;
 
-// wf_claim(queue, worker, max_jobs, lease, wait) -> TABLE(...)
-WF_SQL_FUNCTION(wf_claim) {
-    std::string_view queue = queue_arg(fcinfo, 0);
+namespace {
+
+// The claim arguments of wf_claim and wf_complete_and_claim, from `first`
+// on: queue, worker, max_jobs, lease.
+ClaimRequest read_claim_request(FunctionCallInfo fcinfo, int queue_n, int first) {
     ClaimRequest req{};
-    req.queue = PG_GETARG_DATUM(0);
-    if (PG_ARGISNULL(1)) {
+    req.queue = PG_GETARG_DATUM(queue_n);
+    if (PG_ARGISNULL(first)) {
         std::string name = "pid " + std::to_string(MyProcPid);
         req.worker = call([&] { return CStringGetTextDatum(name.c_str()); });
     } else {
-        core::validate_label(text_arg(fcinfo, 1, "worker"), "worker");
-        req.worker = PG_GETARG_DATUM(1);
+        core::validate_label(text_arg(fcinfo, first, "worker"), "worker");
+        req.worker = PG_GETARG_DATUM(first);
     }
-    req.max_jobs = int32_arg(fcinfo, 2, "max_jobs");
+    req.max_jobs = int32_arg(fcinfo, first + 1, "max_jobs");
     core::validate_max_jobs(req.max_jobs);
-    req.lease = PG_ARGISNULL(3) ? nullptr : interval_arg(fcinfo, 3, "lease", false);
+    req.lease = PG_ARGISNULL(first + 2) ? nullptr : interval_arg(fcinfo, first + 2, "lease", false);
+    return req;
+}
+
+// Puts the claimed rows in the result, after `prefix` columns if any.
+void emit(FunctionCallInfo fcinfo, std::vector<ClaimedRow>& rows, int prefix_count,
+          const Datum* prefix, const bool* prefix_nulls) {
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    Datum values[kColumns + 1];
+    bool nulls[kColumns + 1];
+    for (ClaimedRow& row : rows) {
+        for (int i = 0; i < prefix_count; i++) values[i] = prefix[i], nulls[i] = prefix_nulls[i];
+        for (int i = 0; i < kColumns; i++)
+            values[prefix_count + i] = row.values[i], nulls[prefix_count + i] = row.nulls[i];
+        call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls); });
+    }
+}
+
+}  // namespace
+
+// wf_claim(queue, worker, max_jobs, lease, wait) -> TABLE(...)
+WF_SQL_FUNCTION(wf_claim) {
+    std::string_view queue = queue_arg(fcinfo, 0);
+    ClaimRequest req = read_claim_request(fcinfo, 0, 1);
     double wait_seconds = PG_ARGISNULL(4) ? 0 : interval_seconds(interval_arg(fcinfo, 4, "wait", true));
 
-    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     // The lock that says this session is alive, taken before any job is ours.
     call([] { ensure_session_holds_owner_lock(); });
@@ -237,8 +276,40 @@ WF_SQL_FUNCTION(wf_claim) {
         });
         rows = claim_once(req);
     }
-    for (ClaimedRow& row : rows)
-        call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls); });
+    emit(fcinfo, rows, 0, nullptr, nullptr);
+    spi.finish();
+    return 0;
+}
+
+// wf_complete_and_claim(queue, id, attempt, result, worker, max_jobs, lease)
+// -> TABLE(completed, <wf_claim's columns>): a worker's next round trip in
+// one call and one commit. `completed` says whether the completion counted
+// (false: a stale token, nothing stored); when no job was claimed a single
+// row carries it, with NULL job columns. No `wait`: it would hold the
+// completion uncommitted.
+WF_SQL_FUNCTION(wf_complete_and_claim) {
+    queue_arg(fcinfo, 0);
+    int64_arg(fcinfo, 1, "id");
+    int32_arg(fcinfo, 2, "attempt");
+    if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
+    ClaimRequest req = read_claim_request(fcinfo, 0, 4);
+
+    call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    call([] { ensure_session_holds_owner_lock(); });
+
+    SpiConnection spi;
+    Datum completed = BoolGetDatum(complete_job(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1),
+                                                PG_GETARG_DATUM(2),
+                                                PG_ARGISNULL(3) ? 0 : PG_GETARG_DATUM(3),
+                                                PG_ARGISNULL(3)));
+    bool completed_null = false;
+    std::vector<ClaimedRow> rows = claim_once(req);
+    if (rows.empty()) {
+        ClaimedRow none{};
+        std::fill(std::begin(none.nulls), std::end(none.nulls), true);
+        rows.push_back(none);
+    }
+    emit(fcinfo, rows, 1, &completed, &completed_null);
     spi.finish();
     return 0;
 }

@@ -14,8 +14,10 @@ PreparedStatement lock_dependencies(
     "SELECT id, status FROM wf.job WHERE id = ANY($1) ORDER BY id FOR SHARE",
     {INT8ARRAYOID});
 
+// A pending job also gets its row in the ready set, in the same statement.
 PreparedStatement insert_job(
-    "INSERT INTO wf.job (queue, status, payload, run_at, priority, max_attempts,"
+    "WITH job AS ("
+    " INSERT INTO wf.job (queue, status, payload, run_at, priority, max_attempts,"
     "                    attempt_budget, idempotency_key, workflow_id, step_name,"
     "                    depends_on, pending_deps, last_error, cancelled_by, finished_at)"
     " SELECT $1, $2, $3, coalesce($4, now()), $5, m, m, $7, $8, $9, $10, $11, $12, $13,"
@@ -23,7 +25,10 @@ PreparedStatement insert_job(
     "   FROM (SELECT coalesce($6, (SELECT c.max_attempts FROM wf.queue_config c"
     "                               WHERE c.queue = $1), 5) AS m) AS budget"
     " ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
-    " RETURNING id",
+    " RETURNING queue, priority, run_at, id, status),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM job WHERE status = 'pending')"
+    " SELECT id FROM job",
     {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID,
      INT8ARRAYOID, INT4OID, TEXTOID, INT8OID});
 
@@ -37,13 +42,17 @@ PreparedStatement insert_edges(
     {INT8ARRAYOID, TEXTOID, INT8OID});
 
 PreparedStatement insert_batch(
-    "INSERT INTO wf.job (queue, status, payload, max_attempts, attempt_budget)"
+    "WITH job AS ("
+    " INSERT INTO wf.job (queue, status, payload, max_attempts, attempt_budget)"
     " SELECT $1, 'pending', e.value, m, m"
     "   FROM jsonb_array_elements($2) WITH ORDINALITY AS e(value, n),"
     "        (SELECT coalesce((SELECT c.max_attempts FROM wf.queue_config c"
     "                          WHERE c.queue = $1), 5) AS m) AS budget"
     "  ORDER BY e.n"
-    " RETURNING id",
+    " RETURNING queue, priority, run_at, id),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM job)"
+    " SELECT id FROM job",
     {TEXTOID, JSONBOID});
 
 // The dependency ids of a wf_enqueue call, without NULLs or duplicates.

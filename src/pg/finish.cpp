@@ -16,28 +16,61 @@ namespace {
 
 // A job whose cancellation was requested while it ran ends `cancelled`
 // whichever way it finishes.
-PreparedStatement complete_job(
-    "UPDATE wf.job SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,"
+// The job row first, then its claim: the reaper takes them in the same
+// order, so the two never deadlock.
+PreparedStatement complete_one(
+    "WITH finished AS ("
+    " UPDATE wf.job SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,"
     "       result = CASE WHEN cancel_requested THEN result ELSE $4 END,"
-    "       finished_at = now(), owner_session = NULL, lease_expires_at = NULL,"
+    "       finished_at = now(),"
     "       last_error = CASE WHEN cancel_requested THEN 'cancelled while running'"
     "                         ELSE last_error END"
     " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    " RETURNING status",
+    " RETURNING id, attempt, status),"
+    " released AS (DELETE FROM wf.claim c"
+    "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    "                 AND EXISTS (SELECT 1 FROM finished))"
+    " SELECT status FROM finished",
     {TEXTOID, INT8OID, INT4OID, JSONBOID});
 
-// Each child loses one unfinished dependency; the last one makes it ready.
-// Concurrent parents serialise on the child row, and the UPDATE re-reads it.
+// The same for many jobs of one queue, in one statement.
+PreparedStatement complete_many(
+    "WITH input AS ("
+    "  SELECT * FROM unnest($2::bigint[], $3::int[], $4::jsonb[]) AS t(id, attempt, result)),"
+    " finished AS ("
+    " UPDATE wf.job j"
+    "   SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END,"
+    "       result = CASE WHEN j.cancel_requested THEN j.result ELSE i.result END,"
+    "       finished_at = now(),"
+    "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
+    "                         ELSE j.last_error END"
+    "  FROM input i"
+    " WHERE j.queue = $1 AND j.id = i.id AND j.attempt = i.attempt AND j.status = 'running'"
+    " RETURNING j.id, j.status),"
+    " released AS (DELETE FROM wf.claim c"
+    "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))"
+    " SELECT id, status FROM finished",
+    {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
+
+// Each child loses one unfinished dependency per finished parent; the last
+// one makes it ready. Concurrent parents serialise on the child row, and
+// the UPDATE re-reads it.
 PreparedStatement release_children(
-    "UPDATE wf.job c"
-    "   SET pending_deps = c.pending_deps - 1,"
-    "       status = CASE WHEN c.pending_deps = 1 THEN 'pending' ELSE c.status END,"
-    "       run_at = CASE WHEN c.pending_deps = 1 THEN greatest(c.run_at, now()) ELSE c.run_at END"
-    "  FROM wf.dependency d"
-    " WHERE d.parent_id = $1 AND c.queue = d.child_queue AND c.id = d.child_id"
+    "WITH released AS ("
+    " UPDATE wf.job c"
+    "   SET pending_deps = c.pending_deps - d.n,"
+    "       status = CASE WHEN c.pending_deps = d.n THEN 'pending' ELSE c.status END,"
+    "       run_at = CASE WHEN c.pending_deps = d.n THEN greatest(c.run_at, now())"
+    "                     ELSE c.run_at END"
+    "  FROM (SELECT child_queue, child_id, count(*) AS n FROM wf.dependency"
+    "         WHERE parent_id = ANY ($1) GROUP BY 1, 2) AS d"
+    " WHERE c.queue = d.child_queue AND c.id = d.child_id"
     "   AND c.status = 'blocked'"
-    " RETURNING c.queue, c.status",
-    {INT8OID});
+    " RETURNING c.queue, c.priority, c.run_at, c.id, c.status),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM released WHERE status = 'pending')"
+    " SELECT queue, status FROM released",
+    {INT8ARRAYOID});
 
 PreparedStatement cancel_descendants(
     "WITH RECURSIVE below(queue, id) AS ("
@@ -59,17 +92,25 @@ PreparedStatement read_for_fail(
     {TEXTOID, INT8OID, INT4OID});
 
 PreparedStatement record_failure(
-    "UPDATE wf.job SET status = $4, last_error = $5, owner_session = NULL,"
-    "       lease_expires_at = NULL,"
+    "WITH failed AS ("
+    " UPDATE wf.job SET status = $4, last_error = $5,"
     "       run_at = CASE WHEN $4 = 'pending' THEN now() + make_interval(secs => $6) ELSE run_at END,"
     "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END"
-    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'",
+    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
+    " RETURNING queue, priority, run_at, id, attempt, status),"
+    " released AS (DELETE FROM wf.claim c"
+    "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    "                 AND EXISTS (SELECT 1 FROM failed)),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM failed WHERE status = 'pending')"
+    " SELECT 1",
     {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, FLOAT8OID});
 
 // Back from the dead letter with a fresh budget of attempts. The attempt
 // counter itself never goes back: it is the fencing token.
 PreparedStatement retry_job(
-    "UPDATE wf.job j"
+    "WITH retried AS ("
+    " UPDATE wf.job j"
     "   SET status = CASE WHEN u.unfinished > 0 THEN 'blocked' ELSE 'pending' END,"
     "       pending_deps = u.unfinished, max_attempts = j.attempt + j.attempt_budget,"
     "       run_at = now(), finished_at = NULL, cancelled_by = NULL, cancel_requested = false"
@@ -77,7 +118,10 @@ PreparedStatement retry_job(
     "          FROM wf.job p, wf.job me"
     "         WHERE me.queue = $1 AND me.id = $2 AND p.id = ANY(me.depends_on)) AS u"
     " WHERE j.queue = $1 AND j.id = $2 AND j.status IN ('failed', 'cancelled')"
-    " RETURNING j.status",
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM retried WHERE status = 'pending')"
+    " SELECT status FROM retried",
     {TEXTOID, INT8OID});
 
 // The jobs a failed job cancelled come back with it, blocked on it again.
@@ -96,6 +140,19 @@ PreparedStatement restore_descendants(
     "                         WHERE p.id = ANY(j.depends_on) AND p.status <> 'done')"
     "   FROM back WHERE j.queue = back.queue AND j.id = back.id",
     {INT8OID});
+
+// A pending job leaves the ready set before its row changes: claims take
+// the ready row first, then the job, and so does this (no deadlock). Its
+// key is read first, unlocked: priority and run_at of a pending job do not
+// change while it stays pending.
+PreparedStatement read_ready_key(
+    "SELECT priority, run_at FROM wf.job"
+    " WHERE queue = $1 AND id = $2 AND status = 'pending'",
+    {TEXTOID, INT8OID});
+
+PreparedStatement leave_ready_set(
+    "DELETE FROM wf.ready WHERE queue = $1 AND priority = $3 AND run_at = $4 AND id = $2",
+    {TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID});
 
 PreparedStatement cancel_job(
     "UPDATE wf.job"
@@ -137,9 +194,15 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
     return cancelled;
 }
 
-void release_dependents(int64 job_id) {
+void release_dependents(const std::vector<int64>& job_ids) {
+    if (job_ids.empty()) return;
     Params<1> p;
-    p.set(0, Int64GetDatum(job_id));
+    p.set(0, call([&] {
+        std::vector<Datum> items;
+        for (int64 id : job_ids) items.push_back(Int64GetDatum(id));
+        return PointerGetDatum(construct_array(items.data(), static_cast<int>(items.size()),
+                                               INT8OID, 8, true, 'd'));
+    }));
     uint64 rows = release_children.execute(p.values, p.nulls);
     for (uint64 r = 0; r < rows; r++) {
         if (column_text(r, 2) != "pending") continue;
@@ -162,31 +225,106 @@ void read_fencing_token(FunctionCallInfo fcinfo) {
 }
 }  // namespace
 
+bool wf::pg::complete_job(Datum queue, Datum id, Datum attempt, Datum result,
+                          bool result_is_null) {
+    Params<4> p;
+    p.set(0, queue);
+    p.set(1, id);
+    p.set(2, attempt);
+    if (result_is_null) p.set_null(3); else p.set(3, result);
+    if (complete_one.execute(p.values, p.nulls) != 1) return false;
+    bool done = column_text(0, 1) == "done";
+    if (done)
+        release_dependents({DatumGetInt64(id)});
+    else
+        cancel_dependents({DatumGetInt64(id)}, "was cancelled");
+    // A slot under max_running is free again.
+    text* q = call([&] { return DatumGetTextPP(queue); });
+    note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
+    return done;
+}
+
 // wf_complete(queue, id, attempt, result) -> boolean
 WF_SQL_FUNCTION(wf_complete) {
     read_fencing_token(fcinfo);
-    std::string_view queue = text_arg(fcinfo, 0, "queue");
     if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
+    SpiConnection spi;
+    bool done = complete_job(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2),
+                             PG_ARGISNULL(3) ? 0 : PG_GETARG_DATUM(3), PG_ARGISNULL(3));
+    spi.finish();
+    PG_RETURN_BOOL(done);
+}
 
+// wf_complete_many(queue, ids, attempts, results) -> SETOF bigint: the ids
+// completed; a stale (id, attempt) is left out and changes nothing.
+WF_SQL_FUNCTION(wf_complete_many) {
+    std::string_view queue = queue_arg(fcinfo, 0);
+    core::require_not_null(PG_ARGISNULL(1), "ids");
+    core::require_not_null(PG_ARGISNULL(2), "attempts");
+    Datum ids = PG_GETARG_DATUM(1), attempts = PG_GETARG_DATUM(2);
+    int n_ids = 0, n_attempts = 0, n_results = 0;
+    bool has_null = false;
+    call([&] {
+        ArrayType* a = DatumGetArrayTypeP(ids);
+        ArrayType* b = DatumGetArrayTypeP(attempts);
+        n_ids = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+        n_attempts = ArrayGetNItems(ARR_NDIM(b), ARR_DIMS(b));
+        has_null = array_contains_nulls(a) || array_contains_nulls(b);
+    });
+    if (has_null)
+        throw core::Error(core::sqlstate::null_not_allowed,
+                          "ids and attempts must not contain null");
+    if (n_ids != n_attempts)
+        throw core::Error(core::sqlstate::invalid_parameter,
+                          "ids and attempts must have the same length",
+                          std::to_string(n_ids) + " ids, " + std::to_string(n_attempts) +
+                              " attempts.");
+    core::validate_batch_length(static_cast<size_t>(n_ids));
+    if (!PG_ARGISNULL(3)) {
+        Datum results = PG_GETARG_DATUM(3);
+        size_t largest = 0;
+        call([&] {
+            ArrayType* r = DatumGetArrayTypeP(results);
+            n_results = ArrayGetNItems(ARR_NDIM(r), ARR_DIMS(r));
+            Datum* items;
+            bool* nulls;
+            int count;
+            deconstruct_array(r, JSONBOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
+            for (int i = 0; i < count; i++)
+                if (!nulls[i]) largest = std::max<size_t>(largest, toast_raw_datum_size(items[i]));
+        });
+        if (n_results != n_ids)
+            throw core::Error(core::sqlstate::invalid_parameter,
+                              "results must have one element per id",
+                              std::to_string(n_ids) + " ids, " + std::to_string(n_results) +
+                                  " results.");
+        core::validate_payload_size(largest > VARHDRSZ ? largest - VARHDRSZ : 0,
+                                    static_cast<size_t>(max_payload_size), "result");
+    }
+
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     SpiConnection spi;
     Params<4> p;
     p.set(0, PG_GETARG_DATUM(0));
-    p.set(1, PG_GETARG_DATUM(1));
-    p.set(2, PG_GETARG_DATUM(2));
+    p.set(1, ids);
+    p.set(2, attempts);
     if (PG_ARGISNULL(3)) p.set_null(3); else p.set(3, PG_GETARG_DATUM(3));
-    bool done = false;
-    if (complete_job.execute(p.values, p.nulls) == 1) {
-        int64 id = PG_GETARG_INT64(1);
-        done = column_text(0, 1) == "done";
-        if (done)
-            release_dependents(id);
-        else
-            cancel_dependents({id}, "was cancelled");
-        // A slot under max_running is free again.
-        note_queue_ready(queue.data(), queue.size());
+    uint64 rows = complete_many.execute(p.values, p.nulls);
+    std::vector<int64> done, cancelled;
+    for (uint64 r = 0; r < rows; r++)
+        (column_text(r, 2) == "done" ? done : cancelled).push_back(column_int64(r, 1));
+    std::sort(done.begin(), done.end());
+    for (int64 id : done) {
+        Datum value = Int64GetDatum(id);
+        bool isnull = false;
+        call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull); });
     }
+    release_dependents(done);
+    if (!cancelled.empty()) cancel_dependents(cancelled, "was cancelled");
+    if (rows > 0) note_queue_ready(queue.data(), queue.size());
     spi.finish();
-    PG_RETURN_BOOL(done);
+    return 0;
 }
 
 // wf_fail(queue, id, attempt, error, retry_in, permanent) -> text: the new
@@ -266,9 +404,14 @@ WF_SQL_FUNCTION(wf_cancel) {
     int64 id = int64_arg(fcinfo, 1, "id");
 
     SpiConnection spi;
-    Params<2> p;
+    Params<4> p;
     p.set(0, PG_GETARG_DATUM(0));
     p.set(1, PG_GETARG_DATUM(1));
+    if (read_ready_key.execute(p.values, p.nulls) == 1) {
+        p.set(2, column(0, 1));
+        p.set(3, column(0, 2));
+        leave_ready_set.execute(p.values, p.nulls);
+    }
     bool cancelled = cancel_job.execute(p.values, p.nulls) == 1;
     // A running job is only flagged: its dependents go when it stops.
     if (cancelled && column_text(0, 1) == "cancelled") cancel_dependents({id}, "was cancelled");

@@ -11,9 +11,14 @@ namespace wf::pg {
 // job N <what_happened>". Returns how many were cancelled.
 uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_happened);
 
-// Releases the blocked children of a job that just finished: their count of
-// unfinished dependencies goes down by one, and at zero they become pending.
-void release_dependents(int64 job_id);
+// Releases the blocked children of jobs that just finished: their count of
+// unfinished dependencies goes down by one per finished parent, and at zero
+// they become pending.
+void release_dependents(const std::vector<int64>& job_ids);
+
+// wf_complete's work: marks the job done if (queue, id, attempt) still holds
+// it, stores the result, releases dependents. False for a stale token.
+bool complete_job(Datum queue, Datum id, Datum attempt, Datum result, bool result_is_null);
 
 // One reaper pass: recovers running jobs whose owner session is gone or
 // whose lease expired. Returns the number of jobs recovered.

@@ -10,29 +10,91 @@ namespace wf::pg {
 namespace {
 
 PreparedStatement running_owners(
-    "SELECT DISTINCT owner_session FROM wf.job"
-    " WHERE status = 'running' AND owner_session IS NOT NULL",
-    {});
+    "SELECT DISTINCT owner_session FROM wf.claim WHERE queue <> ''", {});
 
+// The job row first, then its claim, as wf_complete does: no deadlock.
+// A recovered job keeps its run_at, and so its place in line.
+// The queue of every claim row names its job row, so this stays routable.
 PreparedStatement recover_jobs(
-    "UPDATE wf.job SET"
-    "   status = CASE WHEN cancel_requested THEN 'cancelled'"
-    "                 WHEN attempt >= max_attempts THEN 'failed' ELSE 'pending' END,"
-    "   last_error = CASE WHEN owner_session = ANY($1)"
-    "                     THEN format('worker lost: session (pid %s) ended during attempt %s',"
-    "                                 owner_pid, attempt)"
-    "                     ELSE format('worker lost: lease expired at %s during attempt %s',"
-    "                                 lease_expires_at, attempt) END,"
-    "   run_at = $2, owner_session = NULL, lease_expires_at = NULL,"
-    "   finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN $2 END"
-    " WHERE status = 'running'"
-    "   AND (owner_session = ANY($1) OR lease_expires_at < $2)"
-    " RETURNING queue, id, status",
+    "WITH lost AS ("
+    "  SELECT c.queue, c.id, c.attempt, c.owner_session = ANY($1) AS session_ended,"
+    "         c.lease_expires_at"
+    "    FROM wf.claim c"
+    "   WHERE c.queue <> '' AND (c.owner_session = ANY($1) OR c.lease_expires_at < $2)),"
+    " recovered AS ("
+    "  UPDATE wf.job j SET"
+    "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
+    "                  WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
+    "    last_error = CASE WHEN lost.session_ended"
+    "                 THEN format('worker lost: session (pid %s) ended during attempt %s',"
+    "                             j.owner_pid, j.attempt)"
+    "                 ELSE format('worker lost: lease expired at %s during attempt %s',"
+    "                             lost.lease_expires_at, j.attempt) END,"
+    "    finished_at = CASE WHEN j.cancel_requested OR j.attempt >= j.max_attempts THEN $2 END"
+    "   FROM lost"
+    "  WHERE j.queue = lost.queue AND j.id = lost.id AND j.attempt = lost.attempt"
+    "    AND j.status = 'running'"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
+    " released AS (DELETE FROM wf.claim c USING recovered r"
+    "               WHERE c.queue = r.queue AND c.id = r.id AND c.attempt = r.attempt),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending')"
+    " SELECT queue, id, status FROM recovered",
     {INT8ARRAYOID, TIMESTAMPTZOID});
+
+// wf.claim is unlogged: a crash (or a standby's promotion) empties it,
+// sentinel row included. Running jobs then have no claim row, and their
+// sessions died with the server: all of them are recovered, once.
+PreparedStatement claims_survived(
+    "SELECT 1 FROM wf.claim WHERE queue = '' AND id = 0", {});
+
+PreparedStatement recover_orphans(
+    "WITH orphan AS ("
+    "  SELECT j.queue, j.id, j.attempt FROM wf.job j"
+    "   WHERE j.status = 'running' AND NOT EXISTS ("
+    "         SELECT 1 FROM wf.claim c"
+    "          WHERE c.queue = j.queue AND c.id = j.id AND c.attempt = j.attempt)),"
+    " recovered AS ("
+    "  UPDATE wf.job j SET"
+    "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
+    "                  WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
+    "    last_error = format('worker lost: the server restarted during attempt %s', j.attempt),"
+    "    finished_at = CASE WHEN j.cancel_requested OR j.attempt >= j.max_attempts THEN $1 END"
+    "   FROM orphan o"
+    "  WHERE j.queue = o.queue AND j.id = o.id AND j.attempt = o.attempt"
+    "    AND j.status = 'running'"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending'),"
+    " sentinel AS (INSERT INTO wf.claim VALUES ('', 0, 0, 0) ON CONFLICT DO NOTHING)"
+    " SELECT queue, id, status FROM recovered",
+    {TIMESTAMPTZOID});
+
+// Wakes claimers of recovered jobs; returns the jobs that ended for good.
+void note_recovered(uint64 rows, std::vector<int64>* finished) {
+    for (uint64 r = 0; r < rows; r++) {
+        std::string status = column_text(r, 3);
+        if (status == "pending") {
+            std::string queue = column_text(r, 1);
+            note_queue_ready(queue.data(), queue.size());
+        } else {
+            finished->push_back(column_int64(r, 2));
+        }
+    }
+}
 
 }  // namespace
 
 int64 sweep_database() {
+    std::vector<int64> finished;
+    uint64 recovered = 0;
+    if (claims_survived.execute(nullptr, nullptr) == 0) {
+        Params<1> o;
+        o.set(0, clock_now());
+        recovered += recover_orphans.execute(o.values, o.nulls);
+        note_recovered(recovered, &finished);
+    }
+
     uint64 owners = running_owners.execute(nullptr, nullptr);
     std::vector<Datum> dead;
     for (uint64 r = 0; r < owners; r++) {
@@ -46,18 +108,10 @@ int64 sweep_database() {
                                                INT8OID, 8, true, 'd'));
     }));
     p.set(1, clock_now());
-    uint64 recovered = recover_jobs.execute(p.values, p.nulls);
+    uint64 lost = recover_jobs.execute(p.values, p.nulls);
+    note_recovered(lost, &finished);
+    recovered += lost;
 
-    std::vector<int64> finished;
-    for (uint64 r = 0; r < recovered; r++) {
-        std::string status = column_text(r, 3);
-        if (status == "pending") {
-            std::string queue = column_text(r, 1);
-            note_queue_ready(queue.data(), queue.size());
-        } else {
-            finished.push_back(column_int64(r, 2));
-        }
-    }
     if (!finished.empty()) cancel_dependents(finished, "failed: its worker was lost");
     return static_cast<int64>(recovered);
 }

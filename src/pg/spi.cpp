@@ -22,8 +22,10 @@ PreparedStatement::PreparedStatement(const char* sql, std::initializer_list<Oid>
 uint64 PreparedStatement::execute(const Datum* values, const char* nulls) {
     if (plan_ == nullptr) {
         SPIPlanPtr plan = call([&] {
-            SPIPlanPtr p = SPI_prepare(sql_, static_cast<int>(argument_types_.size()),
-                                       argument_types_.data());
+            // Generic plans: the plan cache would otherwise replan every call
+            // whose custom plan looks cheaper, which for these statements is all.
+            SPIPlanPtr p = SPI_prepare_cursor(sql_, static_cast<int>(argument_types_.size()),
+                                              argument_types_.data(), CURSOR_OPT_GENERIC_PLAN);
             if (p == nullptr)
                 elog(ERROR, "pg_wf: could not prepare statement: %s",
                      SPI_result_code_string(SPI_result));

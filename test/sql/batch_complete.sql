@@ -1,0 +1,67 @@
+-- The fast paths of a worker: wf_complete_and_claim (complete this job and
+-- claim the next in one round trip and one commit) and wf_complete_many
+-- (many completions of one queue in one statement).
+
+SELECT count(*) FROM wf_enqueue_batch('cc_q', '[{"n":1},{"n":2},{"n":3}]');
+SELECT id AS j1, attempt AS a1 FROM wf_claim('cc_q') \gset
+
+-- Completes job 1, claims job 2.
+SELECT completed, payload, attempt FROM wf_complete_and_claim('cc_q', :j1, :a1, '{"r":1}');
+SELECT payload->>'n' AS n, status, result FROM wf.jobs WHERE queue = 'cc_q' ORDER BY id;
+
+-- A stale token: completed is false and nothing is stored; the next job is
+-- claimed all the same.
+SELECT completed, payload FROM wf_complete_and_claim('cc_q', :j1, :a1, '{"r":"again"}');
+SELECT result FROM wf.jobs WHERE id = :j1;
+
+-- Nothing left to claim: one row carries `completed`, with NULL job columns.
+SELECT id AS j2, attempt AS a2 FROM wf.jobs
+ WHERE queue = 'cc_q' AND payload->>'n' = '2' \gset
+SELECT completed, id IS NULL AS no_job FROM wf_complete_and_claim('cc_q', :j2, :a2);
+
+-- It releases dependents and its claim obeys max_jobs and the queue's lease.
+SELECT wf_enqueue('cc_dep', '{"step":"a"}', step_name => 'a') AS pa \gset
+SELECT wf_enqueue('cc_dep', '{"step":"b"}', step_name => 'b', depends_on => ARRAY[:pa]) AS pb \gset
+SELECT wf_configure_queue('cc_dep', lease => '1 hour');
+SELECT id = :pa AS is_a, attempt FROM wf_claim('cc_dep') \gset
+SELECT completed, payload, inputs, lease_expires_at > now() AS leased
+  FROM wf_complete_and_claim('cc_dep', :pa, 1, '{"out":"A"}', max_jobs => 5);
+
+-- wf_complete_many: returns the ids it completed, in order; a stale or
+-- unknown (id, attempt) is left out.
+SELECT count(*) FROM wf_enqueue_batch('cm_q', '[{"n":1},{"n":2},{"n":3},{"n":4}]');
+SELECT array_agg(id ORDER BY id) AS ids, array_agg(attempt ORDER BY id) AS atts
+  FROM wf_claim('cm_q', max_jobs => 3) \gset
+SELECT count(*) AS completed
+  FROM wf_complete_many('cm_q', :'ids', :'atts',
+                        ARRAY['{"ok":1}', '{"ok":2}', '{"ok":3}']::jsonb[]);
+SELECT count(*) AS completed_again FROM wf_complete_many('cm_q', :'ids', :'atts');
+SELECT payload->>'n' AS n, status, result FROM wf.jobs WHERE queue = 'cm_q' ORDER BY id;
+-- Wrong attempt and unknown id: nothing.
+SELECT id AS j4 FROM wf_claim('cm_q') \gset
+SELECT count(*) FROM wf_complete_many('cm_q', ARRAY[:j4, -1], ARRAY[2, 1]);
+SELECT count(*) FROM wf_complete_many('cm_q', ARRAY[:j4], ARRAY[1]);
+-- An empty batch.
+SELECT count(*) FROM wf_complete_many('cm_q', '{}', '{}');
+
+-- A child of two parents completed in one call is released once, with
+-- both dependencies counted.
+SELECT wf_enqueue('cm_dag', '{}', step_name => 'p1') AS p1 \gset
+SELECT wf_enqueue('cm_dag', '{}', step_name => 'p2') AS p2 \gset
+SELECT wf_enqueue('cm_dag', '{}', step_name => 'child', depends_on => ARRAY[:p1, :p2]) AS c \gset
+SELECT array_agg(id) AS ids, array_agg(attempt) AS atts FROM wf_claim('cm_dag', max_jobs => 2) \gset
+SELECT count(*) FROM wf_complete_many('cm_dag', :'ids', :'atts');
+SELECT step_name, status FROM wf.jobs WHERE queue = 'cm_dag' ORDER BY id;
+SELECT step_name, inputs ? 'p1' AND inputs ? 'p2' AS both_inputs FROM wf_claim('cm_dag');
+
+-- Bad input: clear errors, nothing changed.
+SELECT try_sql($$SELECT wf_complete_many('cm_q', NULL, '{1}')$$);
+SELECT try_sql($$SELECT wf_complete_many('cm_q', '{1}', NULL)$$);
+SELECT try_sql($$SELECT wf_complete_many('cm_q', '{1,2}', '{1}')$$);
+SELECT try_sql($$SELECT wf_complete_many('cm_q', '{1,NULL}', '{1,1}')$$);
+SELECT try_sql($$SELECT wf_complete_many('cm_q', '{1}', '{1}', '{}')$$);
+SELECT try_sql($$SELECT wf_complete_many('', '{1}', '{1}')$$);
+SELECT try_sql($$SELECT * FROM wf_complete_and_claim(NULL, 1, 1)$$);
+SELECT try_sql($$SELECT * FROM wf_complete_and_claim('cc_q', NULL, 1)$$);
+SELECT try_sql($$SELECT * FROM wf_complete_and_claim('cc_q', 1, 1, max_jobs => 0)$$);
+SELECT status, count(*) FROM wf.jobs WHERE queue LIKE 'cm%' GROUP BY 1 ORDER BY 1;
