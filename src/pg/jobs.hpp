@@ -24,6 +24,12 @@ bool complete_job(Datum queue, Datum id, Datum attempt, Datum result, bool resul
 // whose lease expired. Returns the number of jobs recovered.
 int64 sweep_database();
 
+// One retention step: deletes up to `batch` finished jobs whose finish is
+// older than `keep_seconds`, walking job ids upwards from `*cursor` (ids grow
+// with time). The cursor goes back to 0 when it reaches jobs too young to
+// expire. Returns the number of jobs deleted.
+int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch);
+
 // The current time as a timestamptz Datum; claims and sweeps use the clock,
 // not the transaction start, so a long wait sees jobs that became due.
 Datum clock_now();

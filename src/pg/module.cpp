@@ -48,6 +48,12 @@ void _PG_init(void) {
         "Empty: every database where the extension is created.", &database_names, "",
         PGC_SIGHUP, GUC_LIST_INPUT, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
+        "wf.retention", "How long finished jobs are kept before the worker deletes them.",
+        "Done, failed and cancelled jobs older than this are deleted in small batches, "
+        "with their idempotency keys; -1 keeps them forever.",
+        &retention_seconds, 7 * 24 * 3600, -1, INT_MAX, PGC_SIGHUP, GUC_UNIT_S, nullptr,
+        nullptr, nullptr);
+    DefineCustomIntVariable(
         "wf.max_payload_size", "Largest payload, result or error text of one job.", nullptr,
         &max_payload_size, 1024 * 1024, 1, 256 * 1024 * 1024, PGC_SUSET, GUC_UNIT_BYTE,
         nullptr, nullptr, nullptr);

@@ -83,7 +83,35 @@ void note_recovered(uint64 rows, std::vector<int64>* finished) {
     }
 }
 
+// A batch of the oldest jobs from the cursor on; the finished ones past
+// retention go, with their dependency edges. Deleting by ctid skips a row a
+// concurrent wf_retry changed meanwhile.
+PreparedStatement expire_jobs(
+    "WITH batch AS MATERIALIZED ("
+    "  SELECT ctid AS tid, id, created_at,"
+    "         status IN ('done', 'failed', 'cancelled') AND finished_at < $2 AS expired"
+    "    FROM wf.job WHERE id > $1 ORDER BY id LIMIT $3),"
+    " gone AS (DELETE FROM wf.job j WHERE j.ctid = ANY (ARRAY(SELECT tid FROM batch WHERE expired))"
+    "          RETURNING j.id),"
+    " edges AS (DELETE FROM wf.dependency d WHERE d.parent_id = ANY (ARRAY(SELECT id FROM gone)))"
+    " SELECT (SELECT max(id) FROM batch), (SELECT count(*) FROM gone),"
+    "        coalesce((SELECT bool_or(created_at >= $2) FROM batch), true)",
+    {INT8OID, TIMESTAMPTZOID, INT4OID});
+
 }  // namespace
+
+int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
+    Params<3> p;
+    p.set(0, Int64GetDatum(*cursor));
+    p.set(1, TimestampTzGetDatum(GetCurrentTimestamp() - int64{keep_seconds} * USECS_PER_SEC));
+    p.set(2, Int32GetDatum(batch));
+    expire_jobs.execute(p.values, p.nulls);
+    int64 deleted = column_int64(0, 2);
+    // Past the last job, or among jobs created after the cutoff (which
+    // cannot have finished before it): start again from the oldest.
+    *cursor = column_bool(0, 3) ? 0 : column_int64(0, 1);
+    return deleted;
+}
 
 int64 sweep_database() {
     std::vector<int64> finished;

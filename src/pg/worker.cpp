@@ -24,6 +24,7 @@ extern "C" {
 namespace wf::pg {
 
 int sweep_interval_ms = 1000;
+int retention_seconds = 7 * 24 * 3600;
 char* database_names = nullptr;
 
 namespace {
@@ -149,6 +150,22 @@ void sweep_body(void* recovered) {
     spi.finish();
 }
 
+// Small batches, one per sweep and short transactions: retention never
+// holds long locks nor competes with claims for long.
+constexpr int kRetentionBatch = 1000;
+
+struct RetentionStep {
+    int64 cursor = 0;
+    int64 deleted = 0;
+};
+
+void retention_body(void* context) {
+    RetentionStep* step = static_cast<RetentionStep*>(context);
+    SpiConnection spi;
+    step->deleted = expire_finished_jobs(&step->cursor, retention_seconds, kRetentionBatch);
+    spi.finish();
+}
+
 void on_worker_exit(int, Datum) { unregister_database_worker(false); }
 
 }  // namespace
@@ -179,6 +196,7 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
 
     char name[NAMEDATALEN] = "";
     bool announced = false;
+    RetentionStep retention;
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         if (ConfigReloadPending) {
@@ -211,6 +229,19 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
         PopActiveSnapshot();
         CommitTransactionCommand();
         pgstat_report_activity(STATE_IDLE, nullptr);
+        if (retention_seconds >= 0) {
+            SetCurrentStatementStartTimestamp();
+            StartTransactionCommand();
+            PushActiveSnapshot(GetTransactionSnapshot());
+            pgstat_report_activity(STATE_RUNNING, "pg_wf retention");
+            run_guarded(retention_body, &retention);
+            PopActiveSnapshot();
+            CommitTransactionCommand();
+            pgstat_report_activity(STATE_IDLE, nullptr);
+            if (retention.deleted > 0)
+                ereport(DEBUG1, (errmsg("pg_wf deleted %lld finished jobs past wf.retention",
+                                        static_cast<long long>(retention.deleted))));
+        }
         if (recovered > 0)
             ereport(LOG, (errmsg("pg_wf reaper recovered %lld job%s of lost workers in database \"%s\"",
                                  static_cast<long long>(recovered), recovered == 1 ? "" : "s",
