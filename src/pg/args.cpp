@@ -7,8 +7,6 @@ namespace wf::pg {
 
 int max_payload_size = 1024 * 1024;
 
-bool arg_is_null(FunctionCallInfo fcinfo, int n) { return PG_ARGISNULL(n); }
-
 std::string_view text_arg(FunctionCallInfo fcinfo, int n, const char* name) {
     core::require_not_null(PG_ARGISNULL(n), name);
     Datum d = PG_GETARG_DATUM(n);

@@ -8,7 +8,6 @@ namespace wf::pg {
 
 extern int max_payload_size;  // GUC wf.max_payload_size, bytes
 
-bool arg_is_null(FunctionCallInfo fcinfo, int n);
 std::string_view text_arg(FunctionCallInfo fcinfo, int n, const char* name);
 std::string_view queue_arg(FunctionCallInfo fcinfo, int n);
 int32 int32_arg(FunctionCallInfo fcinfo, int n, const char* name);

@@ -153,15 +153,6 @@ bool database_lacks_extension(Oid database, TimestampTz* checked_at) {
     return lacks;
 }
 
-void forget_database(Oid database) {
-    if (!shared) return;
-    SpinLockAcquire(&shared->mutex);
-    if (DatabaseWorker* w = find_worker(database)) {
-        if (w->pid == 0) w->database = InvalidOid;
-    }
-    SpinLockRelease(&shared->mutex);
-}
-
 void wake_database_worker(Oid database) {
     if (!shared) return;
     SpinLockAcquire(&shared->mutex);
@@ -226,8 +217,6 @@ bool take_launcher_request() {
 }
 
 // ---- waiter slots; the logic is in wakeup.cpp ----
-
-size_t waiter_slot_count() { return shared ? shared->waiter_slots : 0; }
 
 void begin_waiting(uint32 hash) {
     if (!shared || MyProc == nullptr || MyProc->pgprocno >= shared->waiter_slots) return;

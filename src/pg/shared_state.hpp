@@ -17,7 +17,6 @@ void register_database_worker(Oid database);
 void unregister_database_worker(bool no_extension);
 bool database_worker_alive(Oid database);
 bool database_lacks_extension(Oid database, TimestampTz* checked_at);
-void forget_database(Oid database);
 void wake_database_worker(Oid database);
 // Before DROP DATABASE: stops the database's worker, waits for it to leave
 // and keeps the launcher from starting another one for a while.
@@ -46,6 +45,5 @@ void end_waiting();
 // After commit: sets the latch of claimers waiting on one of `hashes`
 // (or on any queue of this database when `all`).
 void wake_waiters(const uint32* hashes, int count, bool all);
-size_t waiter_slot_count();
 
 }  // namespace wf::pg
