@@ -43,6 +43,7 @@ CREATE TABLE wf.job (
     finished_at      timestamptz,
     owner_pid        int,         -- for people reading wf.jobs; the owner lock is the truth
     pending_deps     int         NOT NULL DEFAULT 0,  -- unfinished dependencies
+    has_dependents   boolean     NOT NULL DEFAULT false,  -- some job depends on this one
     cancel_requested boolean     NOT NULL DEFAULT false,
     cancelled_by     bigint,      -- the failed upstream job that cancelled this one
     worker           text,

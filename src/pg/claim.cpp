@@ -5,13 +5,11 @@
 #include "../core/validation.hpp"
 #include "args.hpp"
 #include "jobs.hpp"
+#include "queue_settings.hpp"
 #include "shared_state.hpp"
 
 namespace wf::pg {
 namespace {
-
-PreparedStatement read_queue_config(
-    "SELECT lease, max_running, paused FROM wf.queue_config WHERE queue = $1", {TEXTOID});
 
 // With max_running set, claimers of the queue take turns on its config row,
 // so that the running count they read cannot be outdated by a racing claim.
@@ -99,40 +97,33 @@ struct ClaimRequest {
 // (pg_wf not preloaded), where commits cannot set its latch.
 constexpr long kPollWithoutSharedMemoryMs = 100;
 
-int claim_limit(const ClaimRequest& req, Datum* lease, bool* lease_null, bool* paused) {
+// How many jobs this claim may take (0 when paused or at max_running), and
+// the lease to give them (the claim's, else the queue's).
+int claim_limit(const ClaimRequest& req, Interval* lease, bool* has_lease) {
+    QueueSettings settings = queue_settings(req.queue);
+    *has_lease = req.lease != nullptr || settings.has_lease;
+    if (req.lease)
+        *lease = *req.lease;
+    else if (settings.has_lease)
+        *lease = settings.lease;
+    if (settings.paused) return 0;
+    if (!settings.has_max_running) return req.max_jobs;
+
     Params<1> q;
     q.set(0, req.queue);
-    int limit = req.max_jobs;
-    *paused = false;
-    if (req.lease) {
-        *lease = PointerGetDatum(req.lease);
-        *lease_null = false;
-    } else {
-        *lease_null = true;
-    }
-    if (read_queue_config.execute(q.values, q.nulls) == 0) return limit;
-    if (!req.lease && !column_is_null(0, 1)) {
-        *lease = column(0, 1);
-        *lease_null = false;
-    }
-    if (column_bool(0, 3)) {
-        *paused = true;
-        return 0;
-    }
-    if (column_is_null(0, 2)) return limit;
-
-    if (lock_queue_config.execute(q.values, q.nulls) == 0 || column_is_null(0, 1)) return limit;
+    if (lock_queue_config.execute(q.values, q.nulls) == 0 || column_is_null(0, 1))
+        return req.max_jobs;
     int64 max_running = column_int32(0, 1);
     count_running.execute(q.values, q.nulls);
     int64 room = max_running - column_int64(0, 1);
-    return static_cast<int>(std::clamp<int64>(room, 0, limit));
+    return static_cast<int>(std::clamp<int64>(room, 0, req.max_jobs));
 }
 
 std::vector<ClaimedRow> claim_once(const ClaimRequest& req) {
     std::vector<ClaimedRow> rows;
-    Datum lease = 0;
-    bool lease_null = true, paused = false;
-    int limit = claim_limit(req, &lease, &lease_null, &paused);
+    Interval lease{};
+    bool has_lease = false;
+    int limit = claim_limit(req, &lease, &has_lease);
     if (limit <= 0) return rows;
 
     Params<7> p;
@@ -140,7 +131,7 @@ std::vector<ClaimedRow> claim_once(const ClaimRequest& req) {
     p.set(1, req.worker);
     p.set(2, Int64GetDatum(session_owner_key()));
     p.set(3, Int32GetDatum(MyProcPid));
-    if (lease_null) p.set_null(4); else p.set(4, lease);
+    if (has_lease) p.set(4, IntervalPGetDatum(&lease)); else p.set_null(4);
     p.set(5, Int32GetDatum(limit));
     p.set(6, clock_now());
     uint64 n = claim_jobs.execute(p.values, p.nulls);
@@ -273,6 +264,8 @@ WF_SQL_FUNCTION(wf_claim) {
                       PG_WAIT_EXTENSION);
             ResetLatch(MyLatch);
             CHECK_FOR_INTERRUPTS();
+            // A wf_configure_queue that woke us (unpaused) sent an invalidation.
+            AcceptInvalidationMessages();
         });
         rows = claim_once(req);
     }

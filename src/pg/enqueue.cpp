@@ -8,10 +8,19 @@
 namespace wf::pg {
 namespace {
 
-// Locks the dependencies FOR SHARE, so a dependency cannot finish between
-// this read and the commit of the edges below (its wf_complete waits).
+// Locks the dependencies (in id order: two enqueuers never deadlock), so a
+// dependency cannot finish between this read and the commit of the edges
+// below: its wf_complete waits, then re-reads the row.
 PreparedStatement lock_dependencies(
-    "SELECT id, status FROM wf.job WHERE id = ANY($1) ORDER BY id FOR SHARE",
+    "SELECT id, status FROM wf.job WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+    {INT8ARRAYOID});
+
+// wf_complete looks for dependents only when this flag says there are some.
+// It reads the flag from the row version its UPDATE wrote, so a completion
+// that waited on the lock above sees the flag set here.
+PreparedStatement flag_dependencies(
+    "UPDATE wf.job SET has_dependents = true"
+    " WHERE id = ANY($1) AND NOT has_dependents AND status <> 'done'",
     {INT8ARRAYOID});
 
 // A pending job also gets its row in the ready set, in the same statement.
@@ -117,6 +126,10 @@ DependencyState check_dependencies(const std::vector<int64>& ids) {
             throw core::Error(core::sqlstate::foreign_key_violation,
                               "dependency job " + std::to_string(id) + " does not exist",
                               "depends_on names job ids returned by wf_enqueue.");
+    if (!state.not_done.empty()) {
+        p.set(0, int64_array(state.not_done));
+        flag_dependencies.execute(p.values, p.nulls);
+    }
     return state;
 }
 

@@ -26,11 +26,11 @@ PreparedStatement complete_one(
     "       last_error = CASE WHEN cancel_requested THEN 'cancelled while running'"
     "                         ELSE last_error END"
     " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    " RETURNING id, attempt, status),"
+    " RETURNING id, attempt, status, has_dependents),"
     " released AS (DELETE FROM wf.claim c"
     "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
     "                 AND EXISTS (SELECT 1 FROM finished))"
-    " SELECT status FROM finished",
+    " SELECT status, has_dependents FROM finished",
     {TEXTOID, INT8OID, INT4OID, JSONBOID});
 
 // The same for many jobs of one queue, in one statement.
@@ -234,9 +234,10 @@ bool wf::pg::complete_job(Datum queue, Datum id, Datum attempt, Datum result,
     if (result_is_null) p.set_null(3); else p.set(3, result);
     if (complete_one.execute(p.values, p.nulls) != 1) return false;
     bool done = column_text(0, 1) == "done";
-    if (done)
+    bool has_dependents = column_bool(0, 2);  // most jobs have none: skip the work
+    if (has_dependents && done)
         release_dependents({DatumGetInt64(id)});
-    else
+    else if (has_dependents)
         cancel_dependents({DatumGetInt64(id)}, "was cancelled");
     // A slot under max_running is free again.
     text* q = call([&] { return DatumGetTextPP(queue); });

@@ -3,6 +3,7 @@
 #include "../core/validation.hpp"
 #include "args.hpp"
 #include "jobs.hpp"
+#include "queue_settings.hpp"
 #include "shared_state.hpp"
 
 namespace wf::pg {
@@ -52,6 +53,7 @@ WF_SQL_FUNCTION(wf_configure_queue) {
         throw core::Error(core::sqlstate::invalid_parameter,
                           "backoff_max must not be less than backoff_base",
                           "The queue would back off from a base above its cap.");
+    invalidate_queue_settings();
     // Unpaused, or room under a higher max_running: waiting claimers retry.
     note_queue_ready(queue.data(), queue.size());
     spi.finish();
