@@ -99,6 +99,14 @@ CREATE TABLE wf.dependency (
     PRIMARY KEY (parent_id, child_queue, child_id)
 );
 
+-- pg_dump keeps the jobs, settings and edges (wf.claim is not dumped: a
+-- restore has no live sessions, and the reaper recovers running jobs).
+SELECT pg_catalog.pg_extension_config_dump('wf.job', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.job_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.ready', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.dependency', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.queue_config', '');
+
 CREATE VIEW wf.jobs AS
 SELECT j.id, j.queue, j.status, j.payload, j.result, j.attempt, j.max_attempts,
        j.priority, j.run_at, j.idempotency_key, j.workflow_id, j.step_name,

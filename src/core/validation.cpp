@@ -9,6 +9,14 @@ namespace wf::core {
 namespace {
 std::string arg(std::string_view a) { return std::string(a); }
 
+// The first bytes of `s`, cut at a character boundary (UTF-8): error
+// messages must stay valid text.
+std::string prefix(std::string_view s, std::size_t bytes) {
+    if (s.size() <= bytes) return std::string(s);
+    while (bytes > 0 && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) bytes--;
+    return std::string(s.substr(0, bytes));
+}
+
 // Queue names appear in log lines and error messages: keep them printable.
 bool has_control_character(std::string_view s) {
     for (unsigned char c : s)
@@ -27,7 +35,7 @@ void validate_queue_name(std::string_view queue) {
         throw Error(sqlstate::invalid_parameter, "queue name must not be empty");
     if (queue.size() > limits::queue_name_bytes)
         throw Error(sqlstate::program_limit,
-                    "queue name \"" + std::string(queue.substr(0, 32)) + "...\" is too long",
+                    "queue name \"" + prefix(queue, 32) + "...\" is too long",
                     "Queue names are limited to " + std::to_string(limits::queue_name_bytes) +
                         " bytes; this one has " + std::to_string(queue.size()) + ".");
     if (has_control_character(queue))

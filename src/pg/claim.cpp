@@ -136,6 +136,11 @@ std::vector<ClaimedRow> claim_once(const ClaimRequest& req) {
     p.set(6, clock_now());
     uint64 n = claim_jobs.execute(p.values, p.nulls);
     SPITupleTable* claimed = SPI_tuptable;
+    if (n == 0) {
+        // An empty claim in a long wait: nothing to keep until SPI_finish.
+        call([&] { SPI_freetuptable(claimed); });
+        return rows;
+    }
     rows.resize(n);
     for (uint64 r = 0; r < n; r++) {
         ClaimedRow& row = rows[r];
@@ -170,14 +175,40 @@ std::vector<ClaimedRow> claim_once(const ClaimRequest& req) {
     return rows;
 }
 
+// A claim under max_running locks the queue's settings row until commit. A
+// waiting claimer would hold it for the whole wait and stall every other
+// claimer of the queue, so each of its attempts runs in a subtransaction
+// that is rolled back (lock released) when it claimed nothing.
+std::vector<ClaimedRow> claim_releasing_locks(const ClaimRequest& req) {
+    MemoryContext context = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    call([] { BeginInternalSubTransaction(nullptr); });
+    MemoryContextSwitchTo(context);
+    std::vector<ClaimedRow> rows = claim_once(req);
+    // Committing the subtransaction keeps its SPI results (the rows' datums).
+    bool claimed = !rows.empty();
+    call([&] {
+        if (claimed)
+            ReleaseCurrentSubTransaction();
+        else
+            RollbackAndReleaseCurrentSubTransaction();
+    });
+    MemoryContextSwitchTo(context);
+    CurrentResourceOwner = owner;
+    return rows;
+}
+
 // Milliseconds until the next scheduled job of the queue is due, or -1.
 long ms_until_next_due(Datum queue) {
     Params<2> p;
     p.set(0, queue);
     p.set(1, clock_now());
     next_due.execute(p.values, p.nulls);
-    if (column_is_null(0, 1)) return -1;
-    TimestampTz due = DatumGetTimestampTz(column(0, 1));
+    bool none = column_is_null(0, 1);
+    TimestampTz due = none ? 0 : DatumGetTimestampTz(column(0, 1));
+    // A long wait runs this once per wake-up: free each result at once.
+    call([] { SPI_freetuptable(SPI_tuptable); });
+    if (none) return -1;
     long ms = static_cast<long>((due - GetCurrentTimestamp()) / 1000) + 1;
     return std::max(ms, 1L);
 }
@@ -237,6 +268,8 @@ WF_SQL_FUNCTION(wf_claim) {
     std::string_view queue = queue_arg(fcinfo, 0);
     ClaimRequest req = read_claim_request(fcinfo, 0, 1);
     double wait_seconds = PG_ARGISNULL(4) ? 0 : interval_seconds(interval_arg(fcinfo, 4, "wait", true));
+    // Longer waits than a day are a day: the client can call again.
+    wait_seconds = std::min(wait_seconds, 86400.0);
 
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     // The lock that says this session is alive, taken before any job is ours.
@@ -251,7 +284,9 @@ WF_SQL_FUNCTION(wf_claim) {
         registration.emplace(queue_hash(queue.data(), queue.size()));
         call([] { ResetLatch(MyLatch); });
     }
-    std::vector<ClaimedRow> rows = claim_once(req);
+    bool limited = registration && queue_settings(req.queue).has_max_running;
+    auto attempt = [&] { return limited ? claim_releasing_locks(req) : claim_once(req); };
+    std::vector<ClaimedRow> rows = attempt();
     while (rows.empty() && registration) {
         long remaining_ms = static_cast<long>((deadline - GetCurrentTimestamp()) / 1000);
         if (remaining_ms <= 0) break;
@@ -267,7 +302,7 @@ WF_SQL_FUNCTION(wf_claim) {
             // A wf_configure_queue that woke us (unpaused) sent an invalidation.
             AcceptInvalidationMessages();
         });
-        rows = claim_once(req);
+        rows = attempt();
     }
     emit(fcinfo, rows, 0, nullptr, nullptr);
     spi.finish();

@@ -36,7 +36,7 @@ PreparedStatement insert_job(
     " ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
     " RETURNING queue, priority, run_at, id, status),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM job WHERE status = 'pending')"
+    "           SELECT queue, priority, run_at, id FROM job WHERE status = 'pending' ON CONFLICT DO NOTHING)"
     " SELECT id FROM job",
     {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID,
      INT8ARRAYOID, INT4OID, TEXTOID, INT8OID});
@@ -60,7 +60,7 @@ PreparedStatement insert_batch(
     "  ORDER BY e.n"
     " RETURNING queue, priority, run_at, id),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM job)"
+    "           SELECT queue, priority, run_at, id FROM job ON CONFLICT DO NOTHING)"
     " SELECT id FROM job",
     {TEXTOID, JSONBOID});
 

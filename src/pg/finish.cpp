@@ -68,7 +68,7 @@ PreparedStatement release_children(
     "   AND c.status = 'blocked'"
     " RETURNING c.queue, c.priority, c.run_at, c.id, c.status),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM released WHERE status = 'pending')"
+    "           SELECT queue, priority, run_at, id FROM released WHERE status = 'pending' ON CONFLICT DO NOTHING)"
     " SELECT queue, status FROM released",
     {INT8ARRAYOID});
 
@@ -102,9 +102,17 @@ PreparedStatement record_failure(
     "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
     "                 AND EXISTS (SELECT 1 FROM failed)),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM failed WHERE status = 'pending')"
+    "           SELECT queue, priority, run_at, id FROM failed WHERE status = 'pending' ON CONFLICT DO NOTHING)"
     " SELECT 1",
     {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, FLOAT8OID});
+
+// Before a retry counts its unfinished dependencies: locked, so that one
+// completing meanwhile either is seen done or waits and then releases it.
+PreparedStatement lock_retry_dependencies(
+    "SELECT p.id FROM wf.job p"
+    " WHERE p.id = ANY ((SELECT depends_on FROM wf.job WHERE queue = $1 AND id = $2)::bigint[])"
+    " ORDER BY p.id FOR NO KEY UPDATE",
+    {TEXTOID, INT8OID});
 
 // Back from the dead letter with a fresh budget of attempts. The attempt
 // counter itself never goes back: it is the fencing token.
@@ -120,7 +128,7 @@ PreparedStatement retry_job(
     " WHERE j.queue = $1 AND j.id = $2 AND j.status IN ('failed', 'cancelled')"
     " RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM retried WHERE status = 'pending')"
+    "           SELECT queue, priority, run_at, id FROM retried WHERE status = 'pending' ON CONFLICT DO NOTHING)"
     " SELECT status FROM retried",
     {TEXTOID, INT8OID});
 
@@ -146,13 +154,16 @@ PreparedStatement restore_descendants(
 // key is read first, unlocked: priority and run_at of a pending job do not
 // change while it stays pending.
 PreparedStatement read_ready_key(
-    "SELECT priority, run_at FROM wf.job"
-    " WHERE queue = $1 AND id = $2 AND status = 'pending'",
+    "SELECT status = 'pending', priority, run_at FROM wf.job WHERE queue = $1 AND id = $2",
     {TEXTOID, INT8OID});
 
 PreparedStatement leave_ready_set(
     "DELETE FROM wf.ready WHERE queue = $1 AND priority = $3 AND run_at = $4 AND id = $2",
     {TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID});
+
+// A pending job is cancelled only by the call that took it out of the ready
+// set ($3): otherwise it became pending (or was claimed) meanwhile, and the
+// caller looks again.
 
 PreparedStatement cancel_job(
     "UPDATE wf.job"
@@ -162,8 +173,9 @@ PreparedStatement cancel_job(
     "       last_error = CASE WHEN status = 'running' THEN last_error ELSE 'cancelled' END"
     " WHERE queue = $1 AND id = $2"
     "   AND status IN ('blocked', 'pending', 'waiting', 'running') AND NOT cancel_requested"
+    "   AND (status <> 'pending' OR $3)"
     " RETURNING status",
-    {TEXTOID, INT8OID});
+    {TEXTOID, INT8OID, BOOLOID});
 
 Datum text_datum(const std::string& s) {
     return call([&] { return PointerGetDatum(cstring_to_text_with_len(s.data(), s.size())); });
@@ -197,9 +209,9 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
 void release_dependents(const std::vector<int64>& job_ids) {
     if (job_ids.empty()) return;
     Params<1> p;
+    std::vector<Datum> items;
+    for (int64 id : job_ids) items.push_back(Int64GetDatum(id));
     p.set(0, call([&] {
-        std::vector<Datum> items;
-        for (int64 id : job_ids) items.push_back(Int64GetDatum(id));
         return PointerGetDatum(construct_array(items.data(), static_cast<int>(items.size()),
                                                INT8OID, 8, true, 'd'));
     }));
@@ -375,7 +387,8 @@ WF_SQL_FUNCTION(wf_fail) {
     // Ready again (after the delay), or a max_running slot freed.
     note_queue_ready(queue.data(), queue.size());
     spi.finish();
-    PG_RETURN_TEXT_P(cstring_to_text(status));
+    Datum result = call([&] { return PointerGetDatum(cstring_to_text(status)); });
+    PG_RETURN_DATUM(result);
 }
 
 // wf_retry(queue, id) -> boolean: a failed or cancelled job runs again, and
@@ -388,6 +401,7 @@ WF_SQL_FUNCTION(wf_retry) {
     Params<2> p;
     p.set(0, PG_GETARG_DATUM(0));
     p.set(1, PG_GETARG_DATUM(1));
+    lock_retry_dependencies.execute(p.values, p.nulls);
     bool retried = retry_job.execute(p.values, p.nulls) == 1;
     if (retried) {
         if (column_text(0, 1) == "pending") note_queue_ready(queue.data(), queue.size());
@@ -405,15 +419,27 @@ WF_SQL_FUNCTION(wf_cancel) {
     int64 id = int64_arg(fcinfo, 1, "id");
 
     SpiConnection spi;
-    Params<4> p;
-    p.set(0, PG_GETARG_DATUM(0));
-    p.set(1, PG_GETARG_DATUM(1));
-    if (read_ready_key.execute(p.values, p.nulls) == 1) {
-        p.set(2, column(0, 1));
-        p.set(3, column(0, 2));
-        leave_ready_set.execute(p.values, p.nulls);
+    bool cancelled = false;
+    // A few rounds at most: each one sees the job in a newer state.
+    for (int round = 0; round < 10; round++) {
+        Params<4> p;
+        p.set(0, PG_GETARG_DATUM(0));
+        p.set(1, PG_GETARG_DATUM(1));
+        if (read_ready_key.execute(p.values, p.nulls) != 1) break;  // no such job
+        bool was_pending = column_bool(0, 1);
+        bool left_ready_set = false;
+        if (was_pending) {
+            p.set(2, column(0, 2));
+            p.set(3, column(0, 3));
+            left_ready_set = leave_ready_set.execute(p.values, p.nulls) == 1;
+        }
+        Params<3> c;
+        c.set(0, PG_GETARG_DATUM(0));
+        c.set(1, PG_GETARG_DATUM(1));
+        c.set(2, BoolGetDatum(left_ready_set));
+        cancelled = cancel_job.execute(c.values, c.nulls) == 1;
+        if (cancelled || !was_pending || left_ready_set) break;
     }
-    bool cancelled = cancel_job.execute(p.values, p.nulls) == 1;
     // A running job is only flagged: its dependents go when it stops.
     if (cancelled && column_text(0, 1) == "cancelled") cancel_dependents({id}, "was cancelled");
     spi.finish();

@@ -31,28 +31,45 @@ private:
 // state and throws PgError. Called only right after a PG_CATCH.
 [[noreturn]] void throw_pending_pg_error(MemoryContext context);
 
+// A C++ exception from `fn` (it should throw none) is carried past
+// PG_END_TRY, which must run to restore PostgreSQL's error stack.
 template <typename F>
 decltype(auto) call(F&& fn) {
     using Result = decltype(fn());
     MemoryContext context = CurrentMemoryContext;
     bool failed = false;
+    std::exception_ptr cpp_error;
     if constexpr (std::is_void_v<Result>) {
         PG_TRY();
-        { fn(); }
+        {
+            try {
+                fn();
+            } catch (...) {
+                cpp_error = std::current_exception();
+            }
+        }
         PG_CATCH();
         { failed = true; }
         PG_END_TRY();
         if (failed) throw_pending_pg_error(context);
+        if (cpp_error) std::rethrow_exception(cpp_error);
     } else {
         static_assert(std::is_trivially_destructible_v<Result>,
                       "wf::pg::call returns only plain values");
         Result result{};
         PG_TRY();
-        { result = fn(); }
+        {
+            try {
+                result = fn();
+            } catch (...) {
+                cpp_error = std::current_exception();
+            }
+        }
         PG_CATCH();
         { failed = true; }
         PG_END_TRY();
         if (failed) throw_pending_pg_error(context);
+        if (cpp_error) std::rethrow_exception(cpp_error);
         return result;
     }
 }

@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "commands/dbcommands.h"
+#include "utils/acl.h"
 #include "tcop/utility.h"
 
 PG_MODULE_MAGIC;
@@ -26,7 +27,11 @@ void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree,
     if (IsA(pstmt->utilityStmt, DropdbStmt)) {
         DropdbStmt* stmt = reinterpret_cast<DropdbStmt*>(pstmt->utilityStmt);
         Oid database = get_database_oid(stmt->dbname, true);
-        if (OidIsValid(database)) stop_database_worker(database);
+        // Only for a DROP that can go ahead: else any role could keep the
+        // reaper of a database off.
+        if (OidIsValid(database) && pg_database_ownercheck(database, GetUserId()) &&
+            !IsTransactionBlock())
+            stop_database_worker(database);
     }
     if (previous_utility_hook)
         previous_utility_hook(pstmt, query, read_only_tree, context, params, env, dest, qc);
@@ -58,6 +63,7 @@ void _PG_init(void) {
         &max_payload_size, 1024 * 1024, 1, 256 * 1024 * 1024, PGC_SUSET, GUC_UNIT_BYTE,
         nullptr, nullptr, nullptr);
     MarkGUCPrefixReserved("wf");
+    register_wakeup_callback();
 
     if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade) return;
     request_shared_memory();

@@ -47,6 +47,13 @@ void ensure_session_holds_owner_lock() {
     LOCKTAG tag = owner_lock_tag(session_owner_key());
     // Checked on every claim: pg_advisory_unlock_all() or DISCARD ALL drop it.
     if (LockHeldByMe(&tag, ExclusiveLock)) return;
+    if (exit_hook_installed) {
+        // The lock was dropped: jobs claimed under the old key are (rightly)
+        // recovered by the reaper. New claims get a new key, so that a
+        // sweep that saw the old key free cannot take them.
+        owner_key = 0;
+        tag = owner_lock_tag(session_owner_key());
+    }
     LockAcquire(&tag, ExclusiveLock, true, false);
     if (!exit_hook_installed) {
         before_shmem_exit(on_session_exit, 0);

@@ -34,6 +34,7 @@ extern "C" {
 #include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"

@@ -62,7 +62,10 @@ QueueSettings queue_settings(Datum queue) {
         settings.has_max_running = column_bool(0, 2);
         settings.paused = column_bool(0, 3);
     }
-    // Only a cache that an invalidation can reach is kept.
+    // Only a cache that an invalidation can reach is kept, and a bounded one
+    // (a backend may see many queue names).
+    constexpr size_t kMaxCachedQueues = 1024;
+    if (cache.size() >= kMaxCachedQueues) cache.clear();
     if (OidIsValid(config_relid)) cache.emplace(std::move(key), settings);
     return settings;
 }

@@ -38,7 +38,7 @@ PreparedStatement recover_jobs(
     " released AS (DELETE FROM wf.claim c USING recovered r"
     "               WHERE c.queue = r.queue AND c.id = r.id AND c.attempt = r.attempt),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending')"
+    "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending' ON CONFLICT DO NOTHING)"
     " SELECT queue, id, status FROM recovered",
     {INT8ARRAYOID, TIMESTAMPTZOID});
 
@@ -65,7 +65,7 @@ PreparedStatement recover_orphans(
     "    AND j.status = 'running'"
     "  RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending'),"
+    "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending' ON CONFLICT DO NOTHING),"
     " sentinel AS (INSERT INTO wf.claim VALUES ('', 0, 0, 0) ON CONFLICT DO NOTHING)"
     " SELECT queue, id, status FROM recovered",
     {TIMESTAMPTZOID});

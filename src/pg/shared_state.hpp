@@ -35,6 +35,8 @@ void ensure_session_holds_owner_lock();
 bool owner_is_alive(int64 owner_key);
 
 // ---- wake-ups (wakeup.cpp) ----
+// From _PG_init, so that noting a queue never allocates or fails.
+void register_wakeup_callback();
 uint32 queue_hash(const char* queue, size_t length);
 // Jobs became ready in this queue: waiting claimers are woken once the
 // current transaction commits (never before, never on abort).

@@ -15,13 +15,14 @@ constexpr int kMaxNotedQueues = 32;
 uint32 noted[kMaxNotedQueues];
 int noted_count = 0;
 bool noted_overflow = false;  // too many queues: wake every waiter of the database
-bool callback_registered = false;
 
 void on_transaction_end(XactEvent event, void*) {
     if (noted_count == 0 && !noted_overflow) return;
     if (event == XACT_EVENT_COMMIT) wake_waiters(noted, noted_count, noted_overflow);
+    // A prepared transaction forgets them: COMMIT PREPARED wakes nobody,
+    // and waiting claimers find its jobs at their next timeout.
     if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-        event == XACT_EVENT_PARALLEL_ABORT) {
+        event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE) {
         noted_count = 0;
         noted_overflow = false;
     }
@@ -29,16 +30,14 @@ void on_transaction_end(XactEvent event, void*) {
 
 }  // namespace
 
+void register_wakeup_callback() { RegisterXactCallback(on_transaction_end, nullptr); }
+
 uint32 queue_hash(const char* queue, size_t length) {
     return hash_bytes(reinterpret_cast<const unsigned char*>(queue), static_cast<int>(length));
 }
 
 void note_queue_ready(const char* queue, size_t length) {
     if (!shared_memory_ready()) return;  // no waiters to wake: they poll
-    if (!callback_registered) {
-        RegisterXactCallback(on_transaction_end, nullptr);
-        callback_registered = true;
-    }
     uint32 hash = queue_hash(queue, length);
     for (int i = 0; i < noted_count; i++)
         if (noted[i] == hash) return;

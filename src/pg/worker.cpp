@@ -194,9 +194,28 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
     register_database_worker(database);
     before_shmem_exit(on_worker_exit, 0);
 
-    char name[NAMEDATALEN] = "";
-    bool announced = false;
-    RetentionStep retention;
+    static char name[NAMEDATALEN] = "";
+    static bool announced = false;
+    static RetentionStep retention;
+
+    // An error in a pass (a deadlock, a statement cancelled by an admin) is
+    // logged and the next pass runs as usual, as autovacuum does; without
+    // this, ERROR would end the worker. Nothing between here and any
+    // ereport owns a C++ object (the passes run through run_guarded).
+    sigjmp_buf recover;
+    if (sigsetjmp(recover, 1) != 0) {
+        HOLD_INTERRUPTS();
+        EmitErrorReport();
+        AbortCurrentTransaction();
+        FlushErrorState();
+        MemoryContextSwitchTo(TopMemoryContext);
+        RESUME_INTERRUPTS();
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+                        sweep_interval_ms, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+    }
+    PG_exception_stack = &recover;
+
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         if (ConfigReloadPending) {
