@@ -134,22 +134,29 @@ SELECT queue,
 
 -- The SQL API. Not STRICT: a NULL where a value is required is reported as
 -- an error, never turned into a silent NULL result.
+-- SET enable_seqscan = off: the tables behind a claim churn (wf.ready,
+-- wf.claim), and a small table with many dead pages makes the planner
+-- prefer a sequential scan over its index by far; every statement of these
+-- functions is meant to go through an index.
 CREATE FUNCTION wf_enqueue(queue text, payload jsonb DEFAULT '{}',
                            run_at timestamptz DEFAULT NULL, priority int DEFAULT 0,
                            max_attempts int DEFAULT NULL, idempotency_key text DEFAULT NULL,
                            workflow_id uuid DEFAULT NULL, step_name text DEFAULT NULL,
                            depends_on bigint[] DEFAULT NULL)
-RETURNS bigint AS 'MODULE_PATHNAME', 'wf_enqueue' LANGUAGE C VOLATILE;
+RETURNS bigint AS 'MODULE_PATHNAME', 'wf_enqueue' LANGUAGE C VOLATILE
+SET enable_seqscan = off;
 
 CREATE FUNCTION wf_enqueue_batch(queue text, payloads jsonb)
-RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_enqueue_batch' LANGUAGE C VOLATILE;
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_enqueue_batch' LANGUAGE C VOLATILE
+SET enable_seqscan = off;
 
 CREATE FUNCTION wf_claim(queue text, worker text DEFAULT NULL, max_jobs int DEFAULT 1,
                          lease interval DEFAULT NULL, wait interval DEFAULT NULL)
 RETURNS TABLE (id bigint, attempt int, queue text, payload jsonb, workflow_id uuid,
                step_name text, priority int, max_attempts int, idempotency_key text,
                inputs jsonb, lease_expires_at timestamptz)
-AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1;
+AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1
+SET enable_seqscan = off;
 
 -- One round trip and one commit per job: complete this one, claim the next.
 CREATE FUNCTION wf_complete_and_claim(queue text, id bigint, attempt int, result jsonb DEFAULT NULL,
@@ -158,30 +165,38 @@ CREATE FUNCTION wf_complete_and_claim(queue text, id bigint, attempt int, result
 RETURNS TABLE (completed boolean, id bigint, attempt int, queue text, payload jsonb,
                workflow_id uuid, step_name text, priority int, max_attempts int,
                idempotency_key text, inputs jsonb, lease_expires_at timestamptz)
-AS 'MODULE_PATHNAME', 'wf_complete_and_claim' LANGUAGE C VOLATILE ROWS 1;
+AS 'MODULE_PATHNAME', 'wf_complete_and_claim' LANGUAGE C VOLATILE ROWS 1
+SET enable_seqscan = off;
 
 CREATE FUNCTION wf_heartbeat(queue text, id bigint, attempt int, extend interval DEFAULT NULL)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_heartbeat' LANGUAGE C VOLATILE;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_heartbeat' LANGUAGE C VOLATILE
+SET enable_seqscan = off;
 
 CREATE FUNCTION wf_complete(queue text, id bigint, attempt int, result jsonb DEFAULT NULL)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete' LANGUAGE C VOLATILE;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete' LANGUAGE C VOLATILE
+SET enable_seqscan = off;
 
 -- Many completions of one queue in one statement; returns the ids completed.
 CREATE FUNCTION wf_complete_many(queue text, ids bigint[], attempts int[], results jsonb[] DEFAULT NULL)
-RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_complete_many' LANGUAGE C VOLATILE;
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_complete_many' LANGUAGE C VOLATILE
+SET enable_seqscan = off;
 
 CREATE FUNCTION wf_fail(queue text, id bigint, attempt int, error text,
                         retry_in interval DEFAULT NULL, permanent boolean DEFAULT false)
-RETURNS text AS 'MODULE_PATHNAME', 'wf_fail' LANGUAGE C VOLATILE;
+RETURNS text AS 'MODULE_PATHNAME', 'wf_fail' LANGUAGE C VOLATILE
+SET enable_seqscan = off;
 
 CREATE FUNCTION wf_retry(queue text, id bigint)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_retry' LANGUAGE C VOLATILE;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_retry' LANGUAGE C VOLATILE
+SET enable_seqscan = off;
 
 CREATE FUNCTION wf_cancel(queue text, id bigint)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_cancel' LANGUAGE C VOLATILE;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_cancel' LANGUAGE C VOLATILE
+SET enable_seqscan = off;
 
 CREATE FUNCTION wf_sweep()
-RETURNS int AS 'MODULE_PATHNAME', 'wf_sweep' LANGUAGE C VOLATILE;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_sweep' LANGUAGE C VOLATILE
+SET enable_seqscan = off;
 
 CREATE FUNCTION wf_configure_queue(queue text, max_attempts int DEFAULT NULL,
                                    backoff_base interval DEFAULT NULL,

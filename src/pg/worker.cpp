@@ -191,6 +191,8 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
     BackgroundWorkerUnblockSignals();
     BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
     pgstat_report_appname("pg_wf reaper");
+    // As for the SQL functions (see the install script): index plans only.
+    SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
     register_database_worker(database);
     before_shmem_exit(on_worker_exit, 0);
 
