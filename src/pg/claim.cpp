@@ -50,14 +50,14 @@ PreparedStatement claim_jobs(
     "     owner_session = excluded.owner_session, lease = excluded.lease,"
     "     lease_expires_at = excluded.lease_expires_at)"
     " SELECT id, attempt, queue, payload, workflow_id, step_name, priority, max_attempts,"
-    "        idempotency_key, depends_on, $7 + $5, run_at FROM claimed",
+    "        idempotency_key,"
+    // The results of the jobs it depended on, keyed by step name (or id).
+    "        CASE WHEN depends_on IS NOT NULL THEN"
+    "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text),"
+    "                                   coalesce(p.result, 'null'))"
+    "             FROM wf.job p WHERE p.id = ANY (claimed.depends_on)) END,"
+    "        $7 + $5, run_at FROM claimed",
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID});
-
-// The results of the jobs a job depended on, keyed by step name (or id).
-PreparedStatement dependency_results(
-    "SELECT jsonb_object_agg(coalesce(step_name, id::text), coalesce(result, 'null'))"
-    "  FROM wf.job WHERE id = ANY($1)",
-    {INT8ARRAYOID});
 
 // When the next scheduled job of the queue becomes due, to bound a wait.
 PreparedStatement next_due(
@@ -146,23 +146,10 @@ std::vector<ClaimedRow> claim_once(const ClaimRequest& req) {
         ClaimedRow& row = rows[r];
         HeapTuple tuple = claimed->vals[r];
         TupleDesc desc = claimed->tupdesc;
-        // RETURNING columns 1..9 are the first nine result columns.
-        for (int c = 0; c < 9; c++)
+        // The statement's first eleven columns are wf_claim's result.
+        for (int c = 0; c < kColumns; c++)
             row.values[c] = SPI_getbinval(tuple, desc, c + 1, &row.nulls[c]);
         bool isnull;
-        Datum depends_on = SPI_getbinval(tuple, desc, 10, &isnull);
-        row.nulls[9] = true;
-        row.values[9] = 0;
-        if (!isnull) {
-            Params<1> d;
-            d.set(0, depends_on);
-            dependency_results.execute(d.values, d.nulls);
-            if (!column_is_null(0, 1)) {
-                row.values[9] = column(0, 1);
-                row.nulls[9] = false;
-            }
-        }
-        row.values[10] = SPI_getbinval(tuple, desc, 11, &row.nulls[10]);
         row.id = DatumGetInt64(row.values[0]);
         row.priority = DatumGetInt32(row.values[6]);
         row.run_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 12, &isnull));

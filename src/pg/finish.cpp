@@ -46,10 +46,10 @@ PreparedStatement complete_many(
     "                         ELSE j.last_error END"
     "  FROM input i"
     " WHERE j.queue = $1 AND j.id = i.id AND j.attempt = i.attempt AND j.status = 'running'"
-    " RETURNING j.id, j.status),"
+    " RETURNING j.id, j.status, j.has_dependents),"
     " released AS (DELETE FROM wf.claim c"
     "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))"
-    " SELECT id, status FROM finished",
+    " SELECT id, status, has_dependents FROM finished",
     {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
 
 // Each child loses one unfinished dependency per finished parent; the last
@@ -324,16 +324,22 @@ WF_SQL_FUNCTION(wf_complete_many) {
     p.set(2, attempts);
     if (PG_ARGISNULL(3)) p.set_null(3); else p.set(3, PG_GETARG_DATUM(3));
     uint64 rows = complete_many.execute(p.values, p.nulls);
-    std::vector<int64> done, cancelled;
-    for (uint64 r = 0; r < rows; r++)
-        (column_text(r, 2) == "done" ? done : cancelled).push_back(column_int64(r, 1));
+    std::vector<int64> done, cancelled, parents_done;
+    for (uint64 r = 0; r < rows; r++) {
+        int64 id = column_int64(r, 1);
+        bool is_done = column_text(r, 2) == "done";
+        bool has_dependents = column_bool(r, 3);
+        if (is_done) done.push_back(id);
+        if (is_done && has_dependents) parents_done.push_back(id);
+        if (!is_done && has_dependents) cancelled.push_back(id);
+    }
     std::sort(done.begin(), done.end());
     for (int64 id : done) {
         Datum value = Int64GetDatum(id);
         bool isnull = false;
         call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull); });
     }
-    release_dependents(done);
+    release_dependents(parents_done);
     if (!cancelled.empty()) cancel_dependents(cancelled, "was cancelled");
     if (rows > 0) note_queue_ready(queue.data(), queue.size());
     spi.finish();
