@@ -6,7 +6,7 @@ MODULE_big = pg_wf
 DATA       = $(wildcard sql/pg_wf--*.sql)
 PGFILEDESC = "pg_wf - durable job queue and workflow engine"
 
-CORE_OBJS = src/core/retry_policy.o src/core/validation.o
+CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec.o src/core/cron.o
 PG_OBJS   = src/pg/module.o src/pg/guard.o src/pg/spi.o src/pg/args.o \
             src/pg/shared_state.o src/pg/ownership.o src/pg/wakeup.o \
             src/pg/enqueue.o src/pg/claim.o src/pg/finish.o src/pg/reaper.o \

@@ -1,0 +1,733 @@
+#include "core/workflow_spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <ctime>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+using namespace wf::core;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t payload_limit = 1024 * 1024;
+
+WorkflowSpec parse(const std::string& text, std::size_t limit = payload_limit) {
+    return parse_workflow_spec(text, limit);
+}
+
+WorkflowSpec parse_doc(const json& spec) {
+    return parse(spec.dump());
+}
+
+struct Failure {
+    std::string sqlstate;  // "" when the spec was accepted
+    std::string message;
+    std::string detail;
+    std::string hint;
+};
+
+Failure failure_of(const std::string& text, std::size_t limit = payload_limit) {
+    try {
+        parse_workflow_spec(text, limit);
+    } catch (const Error& e) {
+        return {e.sqlstate(), e.what(), e.detail(), e.hint()};
+    }
+    return {};
+}
+
+Failure failure_of_doc(const json& spec) {
+    return failure_of(spec.dump());
+}
+
+std::vector<std::string> names(const WorkflowSpec& w) {
+    std::vector<std::string> out;
+    for (const StepSpec& s : w.steps) out.push_back(s.name);
+    return out;
+}
+
+// Every step comes after the steps it runs after, and "after" is sorted and unique.
+void expect_topological(const WorkflowSpec& w) {
+    for (std::size_t i = 0; i < w.steps.size(); i++) {
+        const auto& after = w.steps[i].after;
+        for (std::size_t k = 0; k < after.size(); k++) {
+            EXPECT_LT(after[k], i) << "step " << w.steps[i].name;
+            if (k > 0) {
+                EXPECT_LT(after[k - 1], after[k]) << "step " << w.steps[i].name;
+            }
+        }
+    }
+}
+
+// The names of the steps a step runs after.
+std::vector<std::string> after_names(const WorkflowSpec& w, const std::string& step) {
+    for (const StepSpec& s : w.steps)
+        if (s.name == step) {
+            std::vector<std::string> out;
+            for (std::size_t p : s.after) out.push_back(w.steps[p].name);
+            return out;
+        }
+    ADD_FAILURE() << "no step " << step;
+    return {};
+}
+
+using Names = std::vector<std::string>;
+
+}  // namespace
+
+// --- valid specs -----------------------------------------------------------
+
+TEST(WorkflowSpec, SingleStepTakesTheDefaults) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [{"name": "only"}]})");
+    EXPECT_FALSE(w.name.has_value());
+    ASSERT_EQ(w.steps.size(), 1u);
+    const StepSpec& s = w.steps[0];
+    EXPECT_EQ(s.name, "only");
+    EXPECT_EQ(s.queue, "q");
+    EXPECT_EQ(s.payload_json, "{}");
+    EXPECT_EQ(s.priority, 0);
+    EXPECT_FALSE(s.max_attempts.has_value());
+    EXPECT_FALSE(s.run_at.has_value());
+    EXPECT_TRUE(s.after.empty());
+}
+
+TEST(WorkflowSpec, EveryFieldIsRead) {
+    WorkflowSpec w = parse(R"({
+        "name": "nightly",
+        "queue": "default",
+        "steps": [
+            {"name": "fetch"},
+            {"name": "summarize", "queue": "llm", "payload": {"model": "small", "n": 3},
+             "priority": -7, "max_attempts": 3, "run_at": "2026-12-01T10:00:00Z",
+             "after": ["fetch"]}
+        ]})");
+    ASSERT_EQ(w.name, std::optional<std::string>("nightly"));
+    ASSERT_EQ(names(w), (Names{"fetch", "summarize"}));
+    EXPECT_EQ(w.steps[0].queue, "default");
+    const StepSpec& s = w.steps[1];
+    EXPECT_EQ(s.queue, "llm");
+    EXPECT_EQ(json::parse(s.payload_json), json::parse(R"({"model": "small", "n": 3})"));
+    EXPECT_EQ(s.priority, -7);
+    EXPECT_EQ(s.max_attempts, std::optional<int>(3));
+    EXPECT_EQ(s.run_at, std::optional<std::string>("2026-12-01T10:00:00Z"));
+    EXPECT_EQ(s.after, (std::vector<std::size_t>{0}));
+}
+
+TEST(WorkflowSpec, StepQueuesNeedNoDefault) {
+    WorkflowSpec w = parse(R"({"steps": [{"name": "a", "queue": "x"},
+                                         {"name": "b", "queue": "y", "after": ["a"]}]})");
+    EXPECT_EQ(w.steps[0].queue, "x");
+    EXPECT_EQ(w.steps[1].queue, "y");
+}
+
+TEST(WorkflowSpec, NullMeansAbsent) {
+    WorkflowSpec w = parse(R"({"name": null, "queue": "q", "steps": [
+        {"name": "a", "queue": null, "payload": null, "priority": null,
+         "max_attempts": null, "run_at": null, "after": null}]})");
+    EXPECT_FALSE(w.name.has_value());
+    const StepSpec& s = w.steps[0];
+    EXPECT_EQ(s.queue, "q");
+    EXPECT_EQ(s.payload_json, "{}");
+    EXPECT_EQ(s.priority, 0);
+    EXPECT_FALSE(s.max_attempts.has_value());
+    EXPECT_FALSE(s.run_at.has_value());
+    EXPECT_TRUE(s.after.empty());
+}
+
+TEST(WorkflowSpec, IntegerLimitsAreAccepted) {
+    json spec = {{"queue", "q"},
+                 {"steps",
+                  {{{"name", "lo"}, {"priority", INT_MIN}, {"max_attempts", 1}},
+                   {{"name", "hi"}, {"priority", INT_MAX}, {"max_attempts", INT_MAX}}}}};
+    WorkflowSpec w = parse_doc(spec);
+    EXPECT_EQ(w.steps[0].priority, INT_MIN);
+    EXPECT_EQ(w.steps[0].max_attempts, std::optional<int>(1));
+    EXPECT_EQ(w.steps[1].priority, INT_MAX);
+    EXPECT_EQ(w.steps[1].max_attempts, std::optional<int>(INT_MAX));
+}
+
+TEST(WorkflowSpec, Chain) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "a"}, {"name": "b", "after": ["a"]}, {"name": "c", "after": ["b"]}]})");
+    ASSERT_EQ(names(w), (Names{"a", "b", "c"}));
+    EXPECT_TRUE(w.steps[0].after.empty());
+    EXPECT_EQ(w.steps[1].after, (std::vector<std::size_t>{0}));
+    EXPECT_EQ(w.steps[2].after, (std::vector<std::size_t>{1}));
+}
+
+TEST(WorkflowSpec, Diamond) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "join", "after": ["left", "right"]},
+        {"name": "right", "after": ["root"]},
+        {"name": "left", "after": ["root"]},
+        {"name": "root"}]})");
+    expect_topological(w);
+    ASSERT_EQ(names(w), (Names{"root", "right", "left", "join"}));
+    EXPECT_EQ(after_names(w, "join"), (Names{"right", "left"}));
+    EXPECT_EQ(after_names(w, "left"), (Names{"root"}));
+    EXPECT_EQ(after_names(w, "right"), (Names{"root"}));
+}
+
+TEST(WorkflowSpec, FanOutFanIn) {
+    json steps = json::array({{{"name", "split"}}});
+    json all = json::array();
+    for (int i = 0; i < 50; i++) {
+        std::string n = "map" + std::to_string(i);
+        steps.push_back({{"name", n}, {"after", {"split"}}});
+        all.push_back(n);
+    }
+    steps.push_back({{"name", "reduce"}, {"after", all}});
+    WorkflowSpec w = parse_doc(json{{"queue", "q"}, {"steps", steps}});
+    ASSERT_EQ(w.steps.size(), 52u);
+    expect_topological(w);
+    EXPECT_EQ(w.steps[0].name, "split");
+    for (int i = 1; i <= 50; i++) {
+        EXPECT_EQ(w.steps[i].name, "map" + std::to_string(i - 1));
+        EXPECT_EQ(w.steps[i].after, (std::vector<std::size_t>{0}));
+    }
+    EXPECT_EQ(w.steps[51].name, "reduce");
+    ASSERT_EQ(w.steps[51].after.size(), 50u);
+    for (std::size_t k = 0; k < 50; k++) EXPECT_EQ(w.steps[51].after[k], k + 1);
+}
+
+TEST(WorkflowSpec, IndependentStepsKeepTheirOrder) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "z"}, {"name": "a"}, {"name": "m"}, {"name": "b"}]})");
+    EXPECT_EQ(names(w), (Names{"z", "a", "m", "b"}));
+}
+
+TEST(WorkflowSpec, TopologicalInputKeepsItsOrder) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "x"}, {"name": "a"}, {"name": "y", "after": ["x"]},
+        {"name": "b", "after": ["a", "x"]}, {"name": "z"}, {"name": "c", "after": ["y"]}]})");
+    EXPECT_EQ(names(w), (Names{"x", "a", "y", "b", "z", "c"}));
+    expect_topological(w);
+}
+
+TEST(WorkflowSpec, AStepListedBeforeItsPredecessorFollowsIt) {
+    // "child" moves to just after "parent"; everything else keeps its place.
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "x"}, {"name": "child", "after": ["parent"]}, {"name": "y"},
+        {"name": "parent"}, {"name": "z"}]})");
+    EXPECT_EQ(names(w), (Names{"x", "y", "parent", "child", "z"}));
+    expect_topological(w);
+}
+
+TEST(WorkflowSpec, ReversedChainIsReordered) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "d", "after": ["c"]}, {"name": "c", "after": ["b"]},
+        {"name": "b", "after": ["a"]}, {"name": "a"}]})");
+    EXPECT_EQ(names(w), (Names{"a", "b", "c", "d"}));
+    expect_topological(w);
+}
+
+TEST(WorkflowSpec, WaitsForTheLastPredecessor) {
+    // "late" needs "p1" and "p2": it follows p2, the later of the two.
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "late", "after": ["p2", "p1"]}, {"name": "p1"}, {"name": "mid"},
+        {"name": "p2"}, {"name": "end"}]})");
+    EXPECT_EQ(names(w), (Names{"p1", "mid", "p2", "late", "end"}));
+    EXPECT_EQ(after_names(w, "late"), (Names{"p1", "p2"}));
+}
+
+TEST(WorkflowSpec, RepeatedPredecessorsCountOnce) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "a"}, {"name": "b"}, {"name": "c", "after": ["b", "a", "b", "a", "b"]}]})");
+    EXPECT_EQ(w.steps[2].after, (std::vector<std::size_t>{0, 1}));
+}
+
+TEST(WorkflowSpec, NamesAreCaseSensitive) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "Fetch"}, {"name": "fetch", "after": ["Fetch"]}]})");
+    EXPECT_EQ(names(w), (Names{"Fetch", "fetch"}));
+    EXPECT_EQ(failure_of(R"({"queue": "q", "steps": [{"name": "Fetch"},
+                             {"name": "b", "after": ["FETCH"]}]})")
+                  .message,
+              "step \"b\" runs after unknown step \"FETCH\"");
+}
+
+// --- payloads ----------------------------------------------------------------
+
+TEST(WorkflowSpecPayload, RoundTripsThroughJson) {
+    json payload = {{"text", "line1\nline2 \"quoted\" \\ tab\t"},
+                    {"unicode", "Grüße 日本 \U0001F600"},
+                    {"list", {1, -2, true, false, nullptr, "x", json::array(), json::object()}},
+                    {"nested", {{"a", {{"b", {{"c", json::array({1, 2, 3})}}}}}}},
+                    {"big", 18446744073709551615ULL},
+                    {"neg", -9223372036854775807LL - 1}};
+    json spec = {{"queue", "q"}, {"steps", {{{"name", "s"}, {"payload", payload}}}}};
+    WorkflowSpec w = parse_doc(spec);
+    EXPECT_EQ(json::parse(w.steps[0].payload_json), payload);
+    // Compact, as jsonb would print it without spaces.
+    EXPECT_EQ(w.steps[0].payload_json.find(": "), std::string::npos);
+}
+
+TEST(WorkflowSpecPayload, NumbersKeepTheirSourceText) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [{"name": "s", "payload":
+        {"price": 1.50, "exact": 0.1000000000000000055511151231257827,
+         "huge": 123456789012345678901234567890, "tiny": 1e-7, "exp": 2.5E+10,
+         "negzero": -0.0, "int": 42, "negint": -42}}]})");
+    EXPECT_EQ(w.steps[0].payload_json,
+              R"({"price":1.50,"exact":0.1000000000000000055511151231257827,)"
+              R"("huge":123456789012345678901234567890,"tiny":1e-7,"exp":2.5E+10,)"
+              R"("negzero":-0.0,"int":42,"negint":-42})");
+}
+
+TEST(WorkflowSpecPayload, AnyJsonValueIsAPayload) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [
+        {"name": "n", "payload": 3.25}, {"name": "s", "payload": "text"},
+        {"name": "a", "payload": [1, [2, [3]], {}]}, {"name": "e", "payload": {}},
+        {"name": "b", "payload": false}]})");
+    EXPECT_EQ(w.steps[0].payload_json, "3.25");
+    EXPECT_EQ(w.steps[1].payload_json, "\"text\"");
+    EXPECT_EQ(w.steps[2].payload_json, "[1,[2,[3]],{}]");
+    EXPECT_EQ(w.steps[3].payload_json, "{}");
+    EXPECT_EQ(w.steps[4].payload_json, "false");
+}
+
+TEST(WorkflowSpecPayload, StringsAreEscaped) {
+    json payload = {{"ctl", std::string("a\x01"
+                                        "b\x1f\b\f\r")},
+                    {"k\"ey", "v\\"}};
+    WorkflowSpec w =
+        parse_doc({{"queue", "q"}, {"steps", {{{"name", "s"}, {"payload", payload}}}}});
+    EXPECT_EQ(w.steps[0].payload_json, R"({"ctl":"a\u0001b\u001f\b\f\r","k\"ey":"v\\"})");
+    EXPECT_EQ(json::parse(w.steps[0].payload_json), payload);
+}
+
+TEST(WorkflowSpecPayload, NestedNamesDoNotLeak) {
+    // Keys of the spec inside a payload are payload, not spec.
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [{"name": "s", "payload":
+        {"name": "inner", "after": ["nothing"], "steps": [{"queue": 1}]}}]})");
+    ASSERT_EQ(w.steps.size(), 1u);
+    EXPECT_EQ(w.steps[0].name, "s");
+    EXPECT_TRUE(w.steps[0].after.empty());
+    EXPECT_EQ(w.steps[0].payload_json,
+              R"({"name":"inner","after":["nothing"],"steps":[{"queue":1}]})");
+}
+
+TEST(WorkflowSpecPayload, DeepNestingIsWrittenWithoutRecursion) {
+    const int depth = 100000;
+    std::string payload = std::string(depth, '[') + "1.0" + std::string(depth, ']');
+    WorkflowSpec w =
+        parse(R"({"queue": "q", "steps": [{"name": "s", "payload": )" + payload + "}]}");
+    EXPECT_EQ(w.steps[0].payload_json, payload);
+}
+
+TEST(WorkflowSpecPayload, SizeLimit) {
+    // {"k":""} is 8 bytes plus the x's.
+    std::string at_limit = R"({"k":")" + std::string(92, 'x') + "\"}";
+    ASSERT_EQ(at_limit.size(), 100u);
+    std::string spec = R"({"queue": "q", "steps": [{"name": "big", "payload": )";
+    EXPECT_EQ(failure_of(spec + at_limit + "}]}", 100).sqlstate, "");
+    Failure f = failure_of(spec + R"({"k":")" + std::string(93, 'x') + "\"}}]}", 100);
+    EXPECT_EQ(f.sqlstate, "54000");
+    EXPECT_EQ(f.message, "payload of step \"big\" is too large");
+    EXPECT_NE(f.detail.find("101 bytes"), std::string::npos) << f.detail;
+    // The default {} counts too.
+    EXPECT_EQ(failure_of(R"({"queue": "q", "steps": [{"name": "s"}]})", 1).sqlstate, "54000");
+}
+
+// --- errors ------------------------------------------------------------------
+
+TEST(WorkflowSpecErrors, MalformedJson) {
+    for (const char* text : {"", "{", "{\"steps\": [}", "{} x", "{'steps': []}", "nul"}) {
+        Failure f = failure_of(text);
+        EXPECT_EQ(f.sqlstate, "22P02") << text;
+        EXPECT_EQ(f.message, "workflow spec is not valid JSON") << text;
+        EXPECT_FALSE(f.detail.empty()) << text;
+        EXPECT_EQ(f.detail.find("[json.exception"), std::string::npos) << f.detail;
+    }
+}
+
+TEST(WorkflowSpecErrors, RootMustBeAnObject) {
+    Failure f = failure_of("[]");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "workflow spec must be a JSON object");
+    EXPECT_EQ(f.detail, "It is an array.");
+    EXPECT_EQ(failure_of("1.5").detail, "It is a number with a fraction or an exponent.");
+}
+
+TEST(WorkflowSpecErrors, NoSteps) {
+    for (const char* text : {R"({"queue": "q"})", R"({"queue": "q", "steps": []})",
+                             R"({"queue": "q", "steps": null})"}) {
+        Failure f = failure_of(text);
+        EXPECT_EQ(f.sqlstate, "22023") << text;
+        EXPECT_EQ(f.message, "workflow has no steps") << text;
+    }
+    Failure f = failure_of(R"({"queue": "q", "steps": {"a": {}}})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"steps\" of the workflow must be an array");
+    EXPECT_EQ(f.detail, "It is an object.");
+}
+
+TEST(WorkflowSpecErrors, TooManySteps) {
+    std::string text = R"({"queue": "q", "steps": [)";
+    for (std::size_t i = 0; i <= limits::max_workflow_steps; i++)
+        text += (i ? "," : "") + std::string(R"({"name": "s)") + std::to_string(i) + "\"}";
+    text += "]}";
+    Failure f = failure_of(text);
+    EXPECT_EQ(f.sqlstate, "54000");
+    EXPECT_EQ(f.message, "workflow has more than 100000 steps");
+}
+
+TEST(WorkflowSpecErrors, StepMustBeAnObject) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [{"name": "a"}, "b"]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step 2 must be a JSON object");
+    EXPECT_EQ(f.detail, "It is a string.");
+}
+
+TEST(WorkflowSpecErrors, StepWithoutName) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [{"name": "a"}, {"name": "b"},
+                              {"payload": {}}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step 3 has no name");
+    EXPECT_EQ(failure_of(R"({"queue": "q", "steps": [{"name": null}]})").message,
+              "step 1 has no name");
+}
+
+TEST(WorkflowSpecErrors, StepNameMustBeAGoodString) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [{"name": 7}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"name\" of step 1 must be a string");
+    EXPECT_EQ(f.detail, "It is a number.");
+
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "a"}, {"name": ""}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "name of step 2 must not be empty");
+
+    json spec = {{"queue", "q"}, {"steps", {{{"name", std::string(257, 'n')}}}}};
+    f = failure_of_doc(spec);
+    EXPECT_EQ(f.sqlstate, "54000");
+    EXPECT_EQ(f.message, "name of step 1 is too long");
+    spec["steps"][0]["name"] = std::string(256, 'n');
+    EXPECT_EQ(failure_of_doc(spec).sqlstate, "");
+}
+
+TEST(WorkflowSpecErrors, DuplicateStepName) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [{"name": "fetch"}, {"name": "b"},
+                              {"name": "c"}, {"name": "fetch"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "duplicate step name \"fetch\"");
+    EXPECT_EQ(f.detail, "Steps 1 and 4 are both named \"fetch\".");
+}
+
+TEST(WorkflowSpecErrors, UnknownKeys) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [{"name": "x", "afterr": ["y"]}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "unknown key \"afterr\" in step \"x\"");
+    EXPECT_NE(f.hint.find("\"after\""), std::string::npos) << f.hint;
+
+    // A misspelt "name" is reported as what it is, not as a missing name.
+    f = failure_of(R"({"queue": "q", "steps": [{"nmae": "x"}]})");
+    EXPECT_EQ(f.message, "unknown key \"nmae\" in step 1");
+
+    f = failure_of(R"({"queue": "q", "stepz": [], "steps": [{"name": "x"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "unknown key \"stepz\" in the workflow");
+    EXPECT_EQ(f.hint, "The keys of the workflow are \"name\", \"queue\" and \"steps\".");
+}
+
+TEST(WorkflowSpecErrors, MissingQueue) {
+    Failure f = failure_of(R"({"steps": [{"name": "a", "queue": "x"}, {"name": "b"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step \"b\" has no queue");
+    EXPECT_FALSE(f.hint.empty());
+}
+
+TEST(WorkflowSpecErrors, BadQueueNames) {
+    Failure f = failure_of(R"({"steps": [{"name": "a", "queue": ""}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "queue name must not be empty in step \"a\"");
+
+    json spec = {{"steps", {{{"name", "a"}, {"queue", std::string(129, 'q')}}}}};
+    f = failure_of_doc(spec);
+    EXPECT_EQ(f.sqlstate, "54000");
+    EXPECT_NE(f.message.find("is too long in step \"a\""), std::string::npos) << f.message;
+
+    f = failure_of(R"({"queue": "a\nb", "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "queue name must not contain control characters in the workflow");
+
+    f = failure_of(R"({"steps": [{"name": "a", "queue": ["x"]}]})");
+    EXPECT_EQ(f.message, "\"queue\" of step \"a\" must be a string");
+    EXPECT_EQ(f.detail, "It is an array.");
+    f = failure_of(R"({"queue": 1, "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.message, "\"queue\" of the workflow must be a string");
+}
+
+TEST(WorkflowSpecErrors, WorkflowName) {
+    EXPECT_EQ(failure_of(R"({"name": 1, "queue": "q", "steps": [{"name": "a"}]})").message,
+              "\"name\" of the workflow must be a string");
+    EXPECT_EQ(failure_of(R"({"name": "", "queue": "q", "steps": [{"name": "a"}]})").message,
+              "workflow name must not be empty");
+    json spec = {{"name", std::string(257, 'w')}, {"queue", "q"}, {"steps", {{{"name", "a"}}}}};
+    EXPECT_EQ(failure_of_doc(spec).sqlstate, "54000");
+}
+
+TEST(WorkflowSpecErrors, Priority) {
+    const std::string head = R"({"queue": "q", "steps": [{"name": "x", "priority": )";
+    for (const char* bad : {"\"5\"", "1.5", "1.0", "true", "[1]"}) {
+        Failure f = failure_of(head + bad + "}]}");
+        EXPECT_EQ(f.sqlstate, "22023") << bad;
+        EXPECT_EQ(f.message, "\"priority\" of step \"x\" must be an integer") << bad;
+    }
+    EXPECT_EQ(failure_of(head + "\"5\"}]}").detail, "It is a string.");
+    for (const char* big :
+         {"2147483648", "-2147483649", "18446744073709551615", "-9223372036854775808"}) {
+        Failure f = failure_of(head + big + "}]}");
+        EXPECT_EQ(f.sqlstate, "22023") << big;
+        EXPECT_EQ(f.message, "\"priority\" of step \"x\" is out of range for an integer") << big;
+    }
+}
+
+TEST(WorkflowSpecErrors, MaxAttempts) {
+    const std::string head = R"({"queue": "q", "steps": [{"name": "x", "max_attempts": )";
+    Failure f = failure_of(head + "0}]}");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"max_attempts\" of step \"x\" must be positive, not 0");
+    EXPECT_EQ(failure_of(head + "-3}]}").message,
+              "\"max_attempts\" of step \"x\" must be positive, not -3");
+    EXPECT_EQ(failure_of(head + "\"3\"}]}").message,
+              "\"max_attempts\" of step \"x\" must be an integer");
+    EXPECT_EQ(failure_of(head + "2147483648}]}").message,
+              "\"max_attempts\" of step \"x\" is out of range for an integer");
+}
+
+TEST(WorkflowSpecErrors, RunAt) {
+    const std::string head = R"({"queue": "q", "steps": [{"name": "x", "run_at": )";
+    Failure f = failure_of(head + "1700000000}]}");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"run_at\" of step \"x\" must be a string");
+    EXPECT_EQ(failure_of(head + "\"\"}]}").message, "\"run_at\" of step \"x\" must not be empty");
+    f = failure_of(head + "\"" + std::string(129, '1') + "\"}]}");
+    EXPECT_EQ(f.sqlstate, "54000");
+    EXPECT_EQ(f.message, "\"run_at\" of step \"x\" is too long");
+}
+
+TEST(WorkflowSpecErrors, AfterMustBeAnArrayOfNames) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [{"name": "a"},
+                              {"name": "b", "after": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"after\" of step \"b\" must be an array of step names");
+    EXPECT_EQ(f.detail, "It is a string.");
+
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "a"},
+                       {"name": "b", "after": ["a", 1]}]})");
+    EXPECT_EQ(f.message, "\"after\" of step \"b\" must be an array of step names");
+    EXPECT_EQ(f.detail, "Element 2 is a number.");
+}
+
+TEST(WorkflowSpecErrors, UnknownPredecessor) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [{"name": "summarize"},
+                              {"name": "translate", "after": ["summarise"]}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step \"translate\" runs after unknown step \"summarise\"");
+}
+
+TEST(WorkflowSpecErrors, StepAfterItself) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [{"name": "a"},
+                              {"name": "b", "after": ["a", "b"]}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step \"b\" runs after itself");
+}
+
+TEST(WorkflowSpecErrors, TwoStepCycle) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [
+        {"name": "a", "after": ["b"]}, {"name": "b", "after": ["a"]}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "workflow has a cycle: \"a\" -> \"b\" -> \"a\"");
+}
+
+TEST(WorkflowSpecErrors, CycleIsReadInRunningOrder) {
+    // c runs after b, b after a, a after c: a -> b -> c -> a. Steps outside the
+    // cycle, before and after it, are not named.
+    Failure f = failure_of(R"({"queue": "q", "steps": [
+        {"name": "ok"}, {"name": "down", "after": ["c"]},
+        {"name": "c", "after": ["b", "ok"]}, {"name": "a", "after": ["ok", "c"]},
+        {"name": "b", "after": ["a"]}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "workflow has a cycle: \"c\" -> \"a\" -> \"b\" -> \"c\"");
+}
+
+TEST(WorkflowSpecErrors, OneCycleOfSeveralIsNamed) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [
+        {"name": "p", "after": ["q"]}, {"name": "q", "after": ["p"]},
+        {"name": "x", "after": ["y"]}, {"name": "y", "after": ["x"]}]})");
+    EXPECT_EQ(f.message, "workflow has a cycle: \"p\" -> \"q\" -> \"p\"");
+}
+
+TEST(WorkflowSpecErrors, LongCycleIsAbbreviated) {
+    json steps = json::array();
+    for (int i = 0; i < 20; i++)
+        steps.push_back(
+            {{"name", "s" + std::to_string(i)}, {"after", {"s" + std::to_string((i + 19) % 20)}}});
+    Failure f = failure_of_doc(json{{"queue", "q"}, {"steps", steps}});
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message,
+              "workflow has a cycle: \"s0\" -> \"s1\" -> \"s2\" -> \"s3\" -> \"s4\" -> \"s5\" "
+              "-> \"s6\" -> \"s7\" -> ... -> \"s19\" -> \"s0\"");
+    EXPECT_EQ(f.detail, "The cycle has 20 steps.");
+}
+
+TEST(WorkflowSpecErrors, StepIsNamedEvenWhenItsNameComesLast) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [
+        {"priority": {"high": [1, {"x": 2}]}, "after": ["a"], "name": "x"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"priority\" of step \"x\" must be an integer");
+    EXPECT_EQ(f.detail, "It is an object.");
+    // With a bad name, the step is named by its place.
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "a"},
+                       {"name": "", "priority": "high"}]})");
+    EXPECT_EQ(f.message, "name of step 2 must not be empty");
+    f = failure_of(R"({"queue": "q", "steps": [{"priority": "high", "name": 3}]})");
+    EXPECT_EQ(f.message, "\"priority\" of step 1 must be an integer");
+}
+
+TEST(WorkflowSpecErrors, FirstErrorInAStepWins) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [
+        {"name": "x", "max_attempts": 0, "priority": "high", "bogus": 1}]})");
+    EXPECT_EQ(f.message, "\"max_attempts\" of step \"x\" must be positive, not 0");
+    f = failure_of(R"({"queue": "q", "steps": [
+        {"bogus": 1, "name": "x", "max_attempts": 0}]})");
+    EXPECT_EQ(f.message, "unknown key \"bogus\" in step \"x\"");
+}
+
+TEST(WorkflowSpecErrors, KeysGivenTwice) {
+    Failure f = failure_of(R"({"queue": "q", "steps": [
+        {"name": "x", "after": [], "after": ["y"]}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "key \"after\" appears twice in step \"x\"");
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "x"}], "steps": [{"name": "y"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "key \"steps\" appears twice in the workflow");
+}
+
+TEST(WorkflowSpecErrors, WrongTypesAreSkippedWhole) {
+    // The nested "name" inside a skipped value is not the step's name.
+    Failure f = failure_of(R"({"queue": "q", "steps": [
+        {"name": "x", "run_at": {"name": "y", "after": ["z"]}}]})");
+    EXPECT_EQ(f.message, "\"run_at\" of step \"x\" must be a string");
+    EXPECT_EQ(f.detail, "It is an object.");
+    f = failure_of(R"({"queue": "q", "steps": [
+        {"name": "x", "after": [["a"], "b"]}]})");
+    EXPECT_EQ(f.message, "\"after\" of step \"x\" must be an array of step names");
+    EXPECT_EQ(f.detail, "Element 1 is an array.");
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "x", "bogus": {"name": "y"}}]})");
+    EXPECT_EQ(f.message, "unknown key \"bogus\" in step \"x\"");
+}
+
+TEST(WorkflowSpec, QueueMayFollowTheSteps) {
+    WorkflowSpec w = parse(R"({"steps": [{"name": "a"}], "queue": "late"})");
+    EXPECT_EQ(w.steps[0].queue, "late");
+}
+
+TEST(WorkflowSpecErrors, FirstErrorInInputOrderWins) {
+    // A type error in step 2 is found before the unknown predecessor of step 1.
+    Failure f = failure_of(R"({"queue": "q", "steps": [
+        {"name": "a", "after": ["nope"]}, {"name": "b", "priority": "high"}]})");
+    EXPECT_EQ(f.message, "\"priority\" of step \"b\" must be an integer");
+}
+
+// --- scale ---------------------------------------------------------------------
+
+namespace {
+constexpr std::size_t big = 100000;
+
+// Wall and CPU time of one call. The bound is on this thread's CPU time: the
+// unit tests share the machine with builds and servers, and a wall clock
+// would measure them too.
+struct Timing {
+    double wall = 0, cpu = 0;
+};
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+template <typename F>
+Timing time_of(const char* what, F&& f) {
+    auto wall0 = std::chrono::steady_clock::now();
+    double cpu0 = thread_cpu_seconds();
+    f();
+    Timing t{std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
+             thread_cpu_seconds() - cpu0};
+    std::printf("[          ] %s: %.3f s CPU, %.3f s wall\n", what, t.cpu, t.wall);
+    return t;
+}
+
+std::string step_name(std::size_t i) {
+    return "step-" + std::to_string(i);
+}
+}  // namespace
+
+TEST(WorkflowSpecScale, HundredThousandStepChain) {
+    std::string text = R"({"queue": "q", "steps": [{"name": "step-0"})";
+    for (std::size_t i = 1; i < big; i++)
+        text += R"(,{"name": ")" + step_name(i) + R"(", "after": [")" + step_name(i - 1) + "\"]}";
+    text += "]}";
+    WorkflowSpec w;
+    EXPECT_LT(time_of("100,000-step chain", [&] { w = parse(text); }).cpu, 1.0);
+    ASSERT_EQ(w.steps.size(), big);
+    for (std::size_t i = 0; i < big; i++) {
+        ASSERT_EQ(w.steps[i].name, step_name(i));
+        if (i > 0) {
+            ASSERT_EQ(w.steps[i].after, (std::vector<std::size_t>{i - 1}));
+        }
+    }
+}
+
+TEST(WorkflowSpecScale, HundredThousandStepChainInReverse) {
+    // Every step is listed before its predecessor: the whole order is rebuilt.
+    std::string text = R"({"queue": "q", "steps": [)";
+    for (std::size_t i = big; i-- > 1;)
+        text += R"({"name": ")" + step_name(i) + R"(", "after": [")" + step_name(i - 1) + "\"]},";
+    text += R"({"name": "step-0"}]})";
+    WorkflowSpec w;
+    EXPECT_LT(time_of("100,000-step chain, reversed", [&] { w = parse(text); }).cpu, 1.0);
+    ASSERT_EQ(w.steps.size(), big);
+    for (std::size_t i = 0; i < big; i++) ASSERT_EQ(w.steps[i].name, step_name(i));
+}
+
+TEST(WorkflowSpecScale, HundredThousandStepFanIn) {
+    // 99,999 independent steps and one after all of them (map-reduce), listed first.
+    std::string text = R"({"queue": "q", "steps": [{"name": "reduce", "after": [)";
+    for (std::size_t i = 1; i < big; i++) text += (i > 1 ? ",\"" : "\"") + step_name(i) + "\"";
+    text += "]}";
+    for (std::size_t i = 1; i < big; i++) text += R"(,{"name": ")" + step_name(i) + "\"}";
+    text += "]}";
+    WorkflowSpec w;
+    EXPECT_LT(time_of("100,000-step fan-in", [&] { w = parse(text); }).cpu, 1.0);
+    ASSERT_EQ(w.steps.size(), big);
+    for (std::size_t i = 0; i + 1 < big; i++) {
+        ASSERT_EQ(w.steps[i].name, step_name(i + 1));
+        ASSERT_TRUE(w.steps[i].after.empty());
+    }
+    EXPECT_EQ(w.steps.back().name, "reduce");
+    ASSERT_EQ(w.steps.back().after.size(), big - 1);
+    for (std::size_t k = 0; k + 1 < big; k++) ASSERT_EQ(w.steps.back().after[k], k);
+}
+
+TEST(WorkflowSpecScale, HundredThousandStepCycle) {
+    std::string text = R"({"queue": "q", "steps": [)";
+    for (std::size_t i = 0; i < big; i++)
+        text += std::string(i ? "," : "") + R"({"name": ")" + step_name(i) + R"(", "after": [")" +
+                step_name((i + big - 1) % big) + "\"]}";
+    text += "]}";
+    Failure f;
+    EXPECT_LT(time_of("100,000-step cycle", [&] { f = failure_of(text); }).cpu, 1.0);
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message.rfind("workflow has a cycle: \"step-0\" -> \"step-1\" -> ", 0), 0u)
+        << f.message;
+    EXPECT_EQ(f.detail, "The cycle has 100000 steps.");
+}
