@@ -51,3 +51,10 @@ tapcheck:
 	$(prove_installcheck)
 
 .PHONY: regresscheck isolationcheck tapcheck
+
+# The benchmark against a plain SKIP LOCKED table (scripts/bench.sh):
+# `make bench`, or `make bench BENCH_QUICK=1` for a two-minute smoke run.
+bench:
+	scripts/bench.sh
+
+.PHONY: bench

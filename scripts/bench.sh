@@ -1,0 +1,496 @@
+#!/usr/bin/env bash
+# Benchmark of pg_wf against the plain FOR UPDATE SKIP LOCKED table of the
+# blog posts, in the same run on the same throwaway cluster, with durable
+# commits (fsync=on, synchronous_commit=on). Prints one table, each figure
+# next to the baseline's, and writes it to .bench/results.md.
+#
+# Usage: scripts/bench.sh            full run, about 10-12 minutes on 2 cores
+#        BENCH_QUICK=1 scripts/bench.sh   smoke run, about 2 minutes
+# Settings (environment):
+#   BENCH_SECONDS   length of each timed run (8; quick 3)
+#   BENCH_CLIENTS   client counts of the 1-job-per-call series ("1 4 8 16")
+#   BENCH_HISTORY   finished jobs in the history run (1000000; quick 50000)
+#   BENCH_DAG       steps of the DAG (100000; quick 10000), BENCH_DAG_WIDTH (1000)
+#   BENCH_WAKE_JOBS jobs of the wake-up latency run (1000)
+#   BENCH_WAL_JOBS  jobs of the WAL run (20000; quick 4000)
+#   BENCH_PORT      port of the throwaway cluster (5499; Unix socket only)
+#   BENCH_KEEP=1    leave the cluster running afterwards
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bench_src="$repo/bench"
+case "${BENCH_QUICK:-0}" in ""|0|no|false) quick=0 ;; *) quick=1 ;; esac
+if [ "$quick" = 1 ]; then
+    T=${BENCH_SECONDS:-3}; HISTORY=${BENCH_HISTORY:-50000}; DAG=${BENCH_DAG:-10000}
+    WAL_JOBS=${BENCH_WAL_JOBS:-4000}; KILL_ROUNDS=3
+else
+    T=${BENCH_SECONDS:-8}; HISTORY=${BENCH_HISTORY:-1000000}; DAG=${BENCH_DAG:-100000}
+    WAL_JOBS=${BENCH_WAL_JOBS:-20000}; KILL_ROUNDS=5
+fi
+CLIENTS=${BENCH_CLIENTS:-"1 4 8 16"}
+# BENCH_ONLY="4 5": run only those sections (1-10), e.g. to reproduce one figure.
+want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
+DAG_WIDTH=${BENCH_DAG_WIDTH:-1000}
+WAKE_JOBS=${BENCH_WAKE_JOBS:-1000}
+port=${BENCH_PORT:-5499}
+PY=/usr/bin/python3
+export PATH="/usr/lib/postgresql/15/bin:$PATH"
+BIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
+[ -x "$BIN/pgbench" ] || BIN=/usr/lib/postgresql/15/bin
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------- setup
+is_root=0; [ "$(id -u)" -eq 0 ] && is_root=1
+as_pg() { if [ $is_root = 1 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+if [ $is_root = 1 ]; then
+    "$repo/scripts/install-deps.sh" >&2 || die "installing dependencies failed"
+    if ! (cd "$repo" && flock /tmp/pg_wf-build.lock make -s -j2 install) >/tmp/pg_wf-bench-build.log 2>&1; then
+        [ -f "$(pg_config --pkglibdir)/pg_wf.so" ] || { cat /tmp/pg_wf-bench-build.log >&2; die "build failed"; }
+        log "warning: build failed (see /tmp/pg_wf-bench-build.log); benchmarking the installed pg_wf"
+    fi
+else
+    [ -f "$(pg_config --pkglibdir)/pg_wf.so" ] || die "pg_wf is not installed: run 'make install' as root"
+fi
+command -v "$BIN/pgbench" >/dev/null || die "pgbench not found in $BIN"
+$PY -c 'import psycopg' 2>/dev/null || die "$PY has no psycopg (apt-get install python3-psycopg)"
+
+results_dir="$repo/.bench"
+mkdir -p "$results_dir"
+work="$results_dir"
+if [ $is_root = 1 ]; then
+    chown postgres "$work"
+    if ! runuser -u postgres -- test -w "$work" 2>/dev/null; then
+        work=$(mktemp -d /tmp/pg_wf-bench.XXXXXX)
+        chown postgres "$work"
+        log "postgres cannot write $results_dir; the cluster lives in $work"
+    fi
+fi
+data="$work/data"
+sock="$work"
+# A Unix socket path must stay short.
+if [ ${#sock} -gt 80 ]; then sock=$(mktemp -d /tmp/pg_wf-bench-sock.XXXXXX); [ $is_root = 1 ] && chown postgres "$sock"; fi
+
+stop_cluster() {
+    if [ -f "$data/postmaster.pid" ]; then
+        as_pg "$BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+    fi
+}
+stop_cluster
+rm -rf "$data"
+log "initdb in $data"
+as_pg "$BIN/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$work/initdb.log" 2>&1 \
+    || { cat "$work/initdb.log" >&2; die "initdb failed"; }
+cat >>"$data/postgresql.conf" <<EOF
+
+# pg_wf benchmark: durable commits, as in production.
+listen_addresses = ''
+unix_socket_directories = '$sock'
+port = $port
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+shared_buffers = 256MB
+shared_preload_libraries = 'pg_wf'
+max_connections = 100
+max_worker_processes = 16
+# The bench checkpoints between runs itself; none should land inside one.
+max_wal_size = 16GB
+checkpoint_timeout = 1h
+EOF
+if [ "${BENCH_KEEP:-0}" != 1 ]; then trap stop_cluster EXIT; fi
+as_pg "$BIN/pg_ctl" -D "$data" -l "$work/server.log" -w start >/dev/null || { tail -n 30 "$work/server.log" >&2; die "server did not start"; }
+
+dsn="host=$sock port=$port user=postgres dbname=bench"
+export PGOPTIONS="-c client_min_messages=warning"
+sql() { "$BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$sock" -p "$port" -U postgres -d bench "$@"; }
+"$BIN/createdb" -h "$sock" -p "$port" -U postgres bench
+sql -c "CREATE EXTENSION pg_wf"
+sql -f "$bench_src/schema.sql"
+sql -c "VACUUM ANALYZE counter"
+
+rows="$work/results.tsv"
+: >"$rows"
+# row MEASURE PG_WF BASELINE UNIT NOTE
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" >>"$rows"; }
+fmt() { awk -v v="$1" 'BEGIN { if (v == "" || v+0 != v) print v; else if (v >= 100) printf "%.0f", v; else printf "%.2f", v }'; }
+
+# ---------------------------------------------------------------- helpers
+# pg_wf's tables as CREATE EXTENSION leaves them (some hold a row from the
+# start), kept aside so that every run starts from that state, whatever the
+# storage layout of the version under test.
+wf_tables=$(sql -c "SELECT string_agg(format('%I.%I', n.nspname, c.relname), ', ')
+                      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                     WHERE n.nspname = 'wf' AND c.relkind IN ('r', 'p') AND c.relname <> 'queue_config'")
+wf_restore=$(sql <<'EOF'
+CREATE SCHEMA bench_pristine;
+SELECT string_agg(format('INSERT INTO wf.%I SELECT * FROM bench_pristine.%I;', c.relname, c.relname), ' ')
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'wf' AND c.relkind IN ('r', 'p') AND c.relname <> 'queue_config';
+DO $$
+DECLARE t text;
+BEGIN
+    FOR t IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE n.nspname = 'wf' AND c.relkind IN ('r', 'p') AND c.relname <> 'queue_config'
+    LOOP
+        EXECUTE format('CREATE TABLE bench_pristine.%I AS SELECT * FROM wf.%I', t, t);
+    END LOOP;
+END $$;
+EOF
+)
+
+# Empty state of one side: no jobs at all, a checkpoint so that no run pays
+# for the previous run's dirty pages.
+reset() {
+    if [ "$1" = wf ]; then sql -c "BEGIN; TRUNCATE $wf_tables; $wf_restore COMMIT;"
+    else sql -c "TRUNCATE baseline_jobs RESTART IDENTITY"; fi
+    sql -c "CHECKPOINT"
+}
+settle() { sql -c "VACUUM ANALYZE $wf_tables" -c "VACUUM ANALYZE baseline_jobs"; }
+
+# fill SIDE QUEUE N: N pending jobs, in bulk.
+fill() {
+    local side=$1 q=$2 n=$3 chunk
+    while [ "$n" -gt 0 ]; do
+        chunk=$(( n > 50000 ? 50000 : n ))
+        if [ "$side" = wf ]; then
+            sql -c "SELECT count(*) FROM wf_enqueue_batch('$q', (SELECT jsonb_agg(jsonb_build_object('n', g, 'to', 'user@example.com')) FROM generate_series(1, $chunk) g))" >/dev/null
+        else
+            sql -c "INSERT INTO baseline_jobs (queue, payload) SELECT '$q', jsonb_build_object('n', g, 'to', 'user@example.com') FROM generate_series(1, $chunk) g"
+        fi
+        n=$(( n - chunk ))
+    done
+}
+
+count_status() {  # SIDE QUEUE STATUS
+    if [ "$1" = wf ]; then sql -c "SELECT count(*) FROM wf.jobs WHERE queue = '$2' AND status = '$3'"
+    else sql -c "SELECT count(*) FROM baseline_jobs WHERE queue = '$2' AND status = '$3'"; fi
+}
+
+# pgbench CLIENTS ARGS...: prints "tps transactions"; the output is kept.
+PGB_OUT="$work/pgbench.out"
+pgb() {
+    local c=$1; shift
+    if ! "$BIN/pgbench" -n -M prepared -h "$sock" -p "$port" -U postgres -c "$c" -j "$c" "$@" bench >"$PGB_OUT" 2>&1; then
+        log "pgbench failed: $*"; tail -n 15 "$PGB_OUT" >&2; echo "0 0"; return
+    fi
+    if grep -q "aborted" "$PGB_OUT"; then log "pgbench: a client aborted: $*"; grep -m3 -i "error" "$PGB_OUT" >&2 || true; fi
+    local tps txns
+    tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$PGB_OUT")
+    txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$PGB_OUT")
+    echo "${tps:-0} ${txns:-0}"
+}
+
+# claim_run SIDE SCRIPT CLIENTS QUEUE: jobs/s of a timed worker run, from the
+# jobs that really reached `done` (empty claims count for nothing). Sets
+# RATE; sets DRY=1 when the queue ran out of pending jobs.
+claim_run() {
+    local side=$1 script=$2 c=$3 q=$4 d0 d1 res tps txns
+    d0=$(count_status "$side" "$q" done)
+    res=$(pgb "$c" -f "$bench_src/$script" -D q="$q" ${PGB_EXTRA:-} -T "$T")
+    d1=$(count_status "$side" "$q" done)
+    read -r tps txns <<<"$res"
+    RATE=$(awk -v t="$tps" -v n="$txns" -v j="$((d1 - d0))" 'BEGIN { printf "%.1f", (n > 0 ? t * j / n : 0) }')
+    DRY=0; [ "$(count_status "$side" "$q" pending)" = 0 ] && DRY=1
+    return 0
+}
+
+# fresh_claim_run SIDE SCRIPT CLIENTS FILL: empty tables, FILL pending jobs,
+# one timed run; once more with three times the jobs if the queue ran dry.
+fresh_claim_run() {
+    local side=$1 script=$2 c=$3 n=$4 try
+    for try in 1 2; do
+        reset "$side"; fill "$side" bench "$n"; settle
+        claim_run "$side" "$script" "$c" bench
+        [ "$DRY" = 1 ] || return 0
+        log "  $side ran dry with $n jobs; again with $((n * 3))"
+        n=$((n * 3))
+    done
+    RATE="$RATE (ran dry)"
+}
+
+# A field of a JSON object printed by the python helpers.
+jget() { $PY -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2], ""))' "$1" "$2"; }
+
+# A generous first guess of how many jobs a run consumes.
+fill_for() { awk -v r="$1" -v t="$T" 'BEGIN { n = int(r * t * 1.5) + 2000; print (n < 5000 ? 5000 : n) }'; }
+
+# ---------------------------------------------------------------- 1. claim+complete, 1 job per call
+# The figures later sections refer to, for when section 1 is not run.
+declare -A CEIL WF1 BASE1
+ref8=8
+want 1 && [[ " $CLIENTS " != *" 8 "* ]] && ref8=$(echo "$CLIENTS" | awk '{ print $NF }')
+wf100=n/a base100=n/a wake_wf='{}' wake_base='{}' kill_res='{}'
+
+if want 1; then
+log "1. claim+complete, 1 job per call, clients: $CLIENTS (${T}s per run)"
+for c in $CLIENTS; do
+    res=$(pgb "$c" -f "$bench_src/ceiling.sql" -T "$T"); read -r tps _ <<<"$res"
+    CEIL[$c]=$tps
+    n=$(fill_for "$tps")
+    fresh_claim_run wf wf_claim1.sql "$c" "$n"; WF1[$c]=$RATE
+    fresh_claim_run base base_claim1.sql "$c" "$n"; BASE1[$c]=$RATE
+    log "  $c clients: pg_wf ${WF1[$c]}, baseline ${BASE1[$c]}, ceiling $(fmt "$tps") jobs/s"
+    row "claim+complete, 1 job/call, $c client$([ "$c" = 1 ] || echo s)" "${WF1[$c]}" "${BASE1[$c]}" "jobs/s" \
+        "ceiling (2 one-row UPDATE commits): $(fmt "$tps")/s; pg_wf at $(awk -v a="${WF1[$c]%% *}" -v b="$tps" 'BEGIN { printf "%.0f%%", (b > 0 ? 100 * a / b : 0) }') of it"
+done
+fi
+CEIL[$ref8]=${CEIL[$ref8]:-2000}; WF1[$ref8]=${WF1[$ref8]:-n/a}; BASE1[$ref8]=${BASE1[$ref8]:-n/a}
+
+# ---------------------------------------------------------------- 2. 100 jobs per call
+if want 2; then
+log "2. claim+complete, 100 jobs per call, 8 clients"
+n=$(fill_for 30000)
+fresh_claim_run wf wf_claim100.sql 8 "$n"; wf100=$RATE
+fresh_claim_run base base_claim100.sql 8 "$n"; base100=$RATE
+log "  pg_wf $wf100, baseline $base100 jobs/s"
+row "claim+complete, 100 jobs/call, 8 clients" "$wf100" "$base100" "jobs/s" \
+    "claim 100 (1 commit), complete the 100 (1 commit): wf_complete_many vs UPDATE ... = ANY"
+
+log "2b. complete + claim the next in one call (one commit per job), 8 clients"
+fresh_claim_run_d() { PGB_EXTRA="-D id=0 -D attempt=0" fresh_claim_run "$@"; }
+fresh_claim_run_d wf wf_complete_claim1.sql 8 "$(fill_for "${CEIL[$ref8]}")"; wfcc=$RATE
+fresh_claim_run_d base base_complete_claim1.sql 8 "$(fill_for "${CEIL[$ref8]}")"; basecc=$RATE
+log "  pg_wf $wfcc, baseline $basecc jobs/s"
+row "complete + claim next in 1 call (1 commit/job), 8 clients" "$wfcc" "$basecc" "jobs/s" \
+    "wf_complete_and_claim vs one statement: UPDATE done + SKIP LOCKED claim"
+
+fi
+
+# ---------------------------------------------------------------- 3. enqueue
+if want 3; then
+log "3. enqueue: 1 per transaction (16 clients), 1,000 per call (8 clients)"
+enqueue_run() {  # SIDE SCRIPT CLIENTS JOBS_PER_TXN
+    reset "$1"; fill "$1" bench 10000; settle
+    local res tps
+    res=$(pgb "$3" -f "$bench_src/$2" -D q=bench -T "$T"); read -r tps _ <<<"$res"
+    awk -v t="$tps" -v j="$4" 'BEGIN { printf "%.1f", t * j }'
+}
+wfe1=$(enqueue_run wf wf_enqueue1.sql 16 1); basee1=$(enqueue_run base base_enqueue1.sql 16 1)
+row "enqueue, 1 job/transaction, 16 clients" "$wfe1" "$basee1" "jobs/s" "wf_enqueue vs INSERT"
+wfe1000=$(enqueue_run wf wf_enqueue1000.sql 8 1000); basee1000=$(enqueue_run base base_enqueue1000.sql 8 1000)
+row "enqueue, 1,000 jobs/call, 8 clients" "$wfe1000" "$basee1000" "jobs/s" "wf_enqueue_batch vs INSERT ... SELECT"
+log "  single: pg_wf $wfe1, baseline $basee1; bulk: pg_wf $wfe1000, baseline $basee1000 jobs/s"
+
+fi
+
+# ---------------------------------------------------------------- 4. history
+if want 4; then
+log "4. claim+complete with $HISTORY finished jobs in history, $ref8 clients"
+# pg_wf's history is made through its API (bulk enqueue, claims of 10,000,
+# wf_complete_many), the baseline's by a plain INSERT of finished rows.
+history_run() {  # SIDE SCRIPT HISTORY
+    local side=$1 script=$2 history=$3 t0 t1
+    reset "$side"
+    if [ "$history" -gt 0 ]; then
+        t0=$(date +%s.%N)
+        if [ "$side" = wf ]; then
+            fill wf bench "$history"
+            sql -c "ANALYZE $wf_tables"
+            local left=$history batch
+            while [ "$left" -gt 0 ]; do
+                batch=$(( left > 10000 ? 10000 : left ))
+                sql -c "SELECT count(*) FROM (SELECT wf_complete_many('bench', array_agg(id), array_agg(attempt),
+                                                                      array_fill('{\"ok\": true}'::jsonb, ARRAY[count(*)::int]))
+                                                FROM wf_claim('bench', max_jobs => $batch)) s" >/dev/null
+                left=$(( left - batch ))
+            done
+            [ "$(count_status wf bench done)" = "$history" ] || log "  warning: pg_wf history has $(count_status wf bench done) done jobs, not $history"
+        else
+            sql -c "INSERT INTO baseline_jobs (queue, payload, result, status, attempts, run_at, created_at, started_at, finished_at)
+                    SELECT 'bench', jsonb_build_object('n', g, 'to', 'user@example.com'), '{\"ok\": true}', 'done', 1,
+                           now() - interval '1 day', now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
+                      FROM generate_series(1, $history) g"
+        fi
+        t1=$(date +%s.%N)
+        log "  $side: $history finished jobs written in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+    fi
+    fill "$side" bench "$(fill_for "${CEIL[$ref8]}")"
+    settle
+    sql -c "CHECKPOINT"
+    claim_run "$side" "$script" "$ref8" bench
+    [ "$DRY" = 1 ] && RATE="$RATE (ran dry)"
+    return 0
+}
+# Each side with an empty history, then at once with the full one, so that
+# the two figures compared are measured next to each other.
+history_run wf wf_claim1.sql 0; wfh0=$RATE
+history_run wf wf_claim1.sql "$HISTORY"; wfh=$RATE
+history_run base base_claim1.sql 0; baseh0=$RATE
+history_run base base_claim1.sql "$HISTORY"; baseh=$RATE
+log "  empty: pg_wf $wfh0, baseline $baseh0; with history: pg_wf $wfh, baseline $baseh jobs/s"
+hist_label=$(awk -v n="$HISTORY" 'BEGIN { if (n >= 1000000) printf "%gM", n / 1000000; else printf "%gk", n / 1000 }')
+pct() { awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN { printf "%.0f%%", (b > 0 ? 100 * a / b : 0) }'; }
+row "claim+complete, 1 job/call, $ref8 clients, empty history" "$wfh0" "$baseh0" "jobs/s" "measured right before the row below"
+row "claim+complete, 1 job/call, $ref8 clients, $hist_label done jobs in history" "$wfh" "$baseh" "jobs/s" \
+    "vs empty history: pg_wf $(pct "$wfh" "$wfh0"), baseline $(pct "$baseh" "$baseh0")"
+
+fi
+
+# ---------------------------------------------------------------- 5. DAG
+if want 5; then
+depth=$(( (DAG + DAG_WIDTH - 1) / DAG_WIDTH ))
+steps=$(( depth * DAG_WIDTH ))
+log "5. claims from one DAG of $steps steps ($depth stages x $DAG_WIDTH, each step depends on 2 of the stage before), $ref8 clients"
+# pg_wf: wf_enqueue in a loop, one transaction, as an application would.
+reset wf
+t0=$(date +%s.%N)
+sql <<EOF
+DO \$\$
+DECLARE
+    w int := $DAG_WIDTH; d int := $depth; wid uuid := gen_random_uuid();
+    prev bigint[]; cur bigint[]; k int; i int;
+BEGIN
+    FOR k IN 0 .. d - 1 LOOP
+        cur := '{}';
+        FOR i IN 0 .. w - 1 LOOP
+            cur := cur || wf_enqueue('bench', jsonb_build_object('stage', k, 'i', i),
+                                     workflow_id => wid, step_name => format('s%s_%s', k, i),
+                                     depends_on => CASE WHEN k = 0 THEN NULL
+                                                        ELSE ARRAY[prev[i + 1], prev[(i + 1) % w + 1]] END);
+        END LOOP;
+        prev := cur;
+    END LOOP;
+END
+\$\$;
+EOF
+t1=$(date +%s.%N)
+wf_dag_build=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+settle; sql -c "CHECKPOINT"
+claim_run wf wf_claim1.sql "$ref8" bench; wfdag=$RATE
+[ "$DRY" = 1 ] && wfdag="$wfdag (graph finished)"
+# Baseline: the same graph as depends_on arrays, all rows `pending`.
+reset base
+t0=$(date +%s.%N)
+sql -c "INSERT INTO baseline_jobs (id, queue, payload, depends_on)
+        SELECT k * $DAG_WIDTH + i + 1, 'bench', jsonb_build_object('stage', k, 'i', i),
+               CASE WHEN k = 0 THEN NULL
+                    ELSE ARRAY[(k - 1) * $DAG_WIDTH + i + 1, (k - 1) * $DAG_WIDTH + (i + 1) % $DAG_WIDTH + 1]::bigint[] END
+          FROM generate_series(0, $depth - 1) k, generate_series(0, $DAG_WIDTH - 1) i
+         ORDER BY 1" \
+    -c "SELECT setval('baseline_jobs_id_seq', $steps)" >/dev/null
+t1=$(date +%s.%N)
+base_dag_build=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+settle; sql -c "CHECKPOINT"
+claim_run base base_dag_claim1.sql "$ref8" bench; basedag=$RATE
+[ "$DRY" = 1 ] && basedag="$basedag (graph finished)"
+log "  pg_wf $wfdag (built in ${wf_dag_build}s), baseline $basedag (built in ${base_dag_build}s) jobs/s"
+dag_label=$(awk -v n="$steps" 'BEGIN { if (n >= 1000) printf "%gk", n / 1000; else print n }')
+row "claim+complete from one ${dag_label}-step DAG, $ref8 clients" "$wfdag" "$basedag" "jobs/s" \
+    "$depth stages x $DAG_WIDTH, fan-in 2; independent jobs: pg_wf ${WF1[$ref8]}, baseline ${BASE1[$ref8]}; baseline = depends_on[] + NOT EXISTS; built in ${wf_dag_build}s (wf_enqueue loop) / ${base_dag_build}s (INSERT)"
+
+fi
+
+# ---------------------------------------------------------------- 6. wake-up latency
+if want 6; then
+log "6. commit-to-wake latency of a waiting claimer, $WAKE_JOBS jobs each"
+reset wf; reset base; settle
+wake_wf=$($PY "$bench_src/latency.py" --dsn "$dsn" --mode wf --jobs "$WAKE_JOBS" || echo '{}')
+wake_base=$($PY "$bench_src/latency.py" --dsn "$dsn" --mode base --jobs "$WAKE_JOBS" || echo '{}')
+log "  pg_wf $wake_wf"
+log "  baseline $wake_base"
+row "commit-to-wake latency p50" "$(jget "$wake_wf" p50_ms)" "$(jget "$wake_base" p50_ms)" "ms, lower is better" \
+    "pg_wf: wf_claim(wait => '5s'); baseline: LISTEN/NOTIFY then SKIP LOCKED claim; from the start of the enqueuer's COMMIT (itself p50 $(jget "$wake_wf" commit_p50_ms) / $(jget "$wake_base" commit_p50_ms) ms) to the claim's return"
+row "commit-to-wake latency p99" "$(jget "$wake_wf" p99_ms)" "$(jget "$wake_base" p99_ms)" "ms, lower is better" \
+    "max: pg_wf $(jget "$wake_wf" max_ms), baseline $(jget "$wake_base" max_ms) ms; claims that timed out: $(jget "$wake_wf" timeouts) / $(jget "$wake_base" timeouts)"
+
+fi
+
+# ---------------------------------------------------------------- 7. SIGKILL recovery
+if want 7; then
+log "7. SIGKILL of a client holding 10 claims: time until they are claimable again ($KILL_ROUNDS rounds)"
+kill_res=$($PY "$bench_src/kill_recovery.py" --dsn "$dsn" --rounds "$KILL_ROUNDS" --jobs 10 || echo '{}')
+log "  pg_wf $kill_res"
+row "SIGKILLed client's jobs claimable again (median of $KILL_ROUNDS)" "$(jget "$kill_res" p50_ms)" "n/a" "ms" \
+    "max $(jget "$kill_res" max_ms) ms; the baseline never recovers a running row by itself (typically a 30 s+ visibility timeout sweep)"
+
+fi
+
+# ---------------------------------------------------------------- 8. WAL per job
+if want 8; then
+log "8. WAL bytes per job (claim+complete), $WAL_JOBS jobs, 4 clients"
+wal_run() {  # SIDE SCRIPT
+    local side=$1 l0 d0 d1 bytes
+    reset "$side"; fill "$side" bench $((WAL_JOBS + WAL_JOBS / 2)); settle
+    d0=$(count_status "$side" bench done)
+    l0=$(sql -c "SELECT pg_current_wal_insert_lsn()")
+    pgb 4 -f "$bench_src/$2" -D q=bench -t $((WAL_JOBS / 4)) >/dev/null
+    bytes=$(sql -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$l0')")
+    d1=$(count_status "$side" bench done)
+    awk -v b="$bytes" -v j="$((d1 - d0))" 'BEGIN { printf "%.0f", (j > 0 ? b / j : 0) }'
+}
+walwf=$(wal_run wf wf_claim1.sql); walbase=$(wal_run base base_claim1.sql)
+log "  pg_wf $walwf, baseline $walbase bytes/job"
+row "WAL per job (claim+complete, 1 job/call)" "$walwf" "$walbase" "bytes, lower is better" \
+    "pg_current_wal_insert_lsn() before/after $WAL_JOBS jobs, no checkpoint in between"
+
+fi
+
+# ---------------------------------------------------------------- 9. planner trap
+if want 9; then
+# A queue bulk-enqueued after the last ANALYZE, as any new queue is: one
+# claim of one job, and how many jobs it really took.
+log "9. one claim (max_jobs 1) from a queue of 3,000 jobs enqueued after the last ANALYZE"
+stale_run() {  # SIDE: prints "ms jobs_taken"
+    local side=$1 out ms
+    reset "$side"; fill "$side" bench 20000; settle; fill "$side" fresh 3000
+    if [ "$side" = wf ]; then
+        out=$(sql -c '\timing on' -c "SELECT count(*) FROM wf_claim('fresh', max_jobs => 1)")
+    else
+        out=$(sql -c '\timing on' -c "WITH c AS (UPDATE baseline_jobs SET status = 'running', attempts = attempts + 1
+                 WHERE id = (SELECT id FROM baseline_jobs WHERE status = 'pending' AND queue = 'fresh' AND run_at <= now()
+                              ORDER BY priority DESC, run_at, id FOR UPDATE SKIP LOCKED LIMIT 1)
+                 RETURNING id) SELECT count(*) FROM c")
+    fi
+    ms=$(echo "$out" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1)
+    echo "$ms $(echo "$out" | grep -E '^[0-9]+$' | tail -1)"
+}
+read -r stale_wf_ms stale_wf_n <<<"$(stale_run wf)"
+read -r stale_base_ms stale_base_n <<<"$(stale_run base)"
+log "  pg_wf ${stale_wf_ms} ms, took $stale_wf_n jobs; baseline ${stale_base_ms} ms, took $stale_base_n"
+row "claim max_jobs=1 from a new queue of 3,000 jobs, before ANALYZE: time" "$stale_wf_ms" "$stale_base_ms" "ms, lower is better" \
+    "planner statistics predate the queue, as for any freshly bulk-filled queue"
+row "  same claim: jobs it took" "$stale_wf_n" "$stale_base_n" "jobs, should be 1" ""
+
+fi
+
+# ---------------------------------------------------------------- 10. CPU per job
+if want 10; then
+# Diagnostic: with durable commits a 2-core box is bound by CPU well before
+# the disk, so the server CPU a job costs is printed too. One client, and
+# synchronous_commit=off for these sessions only, so that the fsync wait
+# drops out and the time per job is what the server spends on it.
+log "10. CPU per job: 1 client, synchronous_commit=off for this run only"
+cpu_run() {  # SIDE SCRIPT
+    reset "$1"; fill "$1" bench "$(fill_for 8000)"; settle
+    PGOPTIONS="$PGOPTIONS -c synchronous_commit=off" claim_run "$1" "$2" 1 bench
+    awk -v r="${RATE%% *}" 'BEGIN { printf "%.0f", (r > 0 ? 1e6 / r : 0) }'
+}
+cpuwf=$(cpu_run wf wf_claim1.sql); cpubase=$(cpu_run base base_claim1.sql)
+log "  pg_wf $cpuwf, baseline $cpubase µs/job"
+row "diagnostic: time per job, 1 client, synchronous_commit=off" "$cpuwf" "$cpubase" "µs, lower is better" \
+    "claim+complete without the fsync wait: the CPU of server and client round trips, which bounds a 2-core box"
+
+fi
+
+# ---------------------------------------------------------------- report
+{
+    echo "# pg_wf benchmark"
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, PostgreSQL $(sql -c 'SHOW server_version'), pg_wf $(sql -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'") at $(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$repo" && git diff --quiet HEAD -- src sql 2>/dev/null || echo ' + local changes')."
+    echo "fsync=on, synchronous_commit=on, shared_buffers=256MB; pgbench -M prepared, ${T}s per run; $([ "$quick" = 1 ] && echo 'QUICK run' || echo 'full run')."
+    echo "A job = claim (one commit) + complete (another). Ratio = pg_wf / baseline of the same run."
+    echo
+    $PY "$bench_src/table.py" "$rows"
+} >"$results_dir/results.md"
+echo
+cat "$results_dir/results.md"
+echo
+echo "pg_wf raw figures:"
+echo "  claim+complete, $ref8 clients, 1 job/call: ${WF1[$ref8]} jobs/s (baseline ${BASE1[$ref8]})"
+echo "  claim+complete, 8 clients, max_jobs 100: $wf100 jobs/s (baseline $base100)"
+echo "  commit-to-wake latency: p50 $(jget "$wake_wf" p50_ms) ms, p99 $(jget "$wake_wf" p99_ms) ms"
+echo "  SIGKILLed client's jobs claimable again after: $(jget "$kill_res" p50_ms) ms (median), $(jget "$kill_res" max_ms) ms (max)"
+echo "(table written to $results_dir/results.md)"
