@@ -52,6 +52,17 @@ PreparedStatement complete_many(
     " SELECT id, status, has_dependents FROM finished",
     {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
 
+// Children are locked in one order (queue, id) before they are updated:
+// two completions of parents that share children then queue up on the
+// first shared child instead of deadlocking.
+PreparedStatement lock_children(
+    "SELECT c.id FROM wf.job c"
+    " WHERE c.id = ANY (ARRAY(SELECT d.child_id FROM wf.dependency d"
+    "                         WHERE d.parent_id = ANY ($1)))"
+    "   AND c.status = 'blocked'"
+    " ORDER BY c.queue, c.id FOR NO KEY UPDATE",
+    {INT8ARRAYOID});
+
 // Each child loses one unfinished dependency per finished parent; the last
 // one makes it ready. Concurrent parents serialise on the child row, and
 // the UPDATE re-reads it.
@@ -215,6 +226,7 @@ void release_dependents(const std::vector<int64>& job_ids) {
         return PointerGetDatum(construct_array(items.data(), static_cast<int>(items.size()),
                                                INT8OID, 8, true, 'd'));
     }));
+    lock_children.execute(p.values, p.nulls);
     uint64 rows = release_children.execute(p.values, p.nulls);
     for (uint64 r = 0; r < rows; r++) {
         if (column_text(r, 2) != "pending") continue;
