@@ -303,9 +303,7 @@ WF_SQL_FUNCTION(wf_claim) {
 // row carries it, with NULL job columns. No `wait`: it would hold the
 // completion uncommitted.
 WF_SQL_FUNCTION(wf_complete_and_claim) {
-    queue_arg(fcinfo, 0);
-    int64_arg(fcinfo, 1, "id");
-    int32_arg(fcinfo, 2, "attempt");
+    fencing_token_args(fcinfo);
     if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
     ClaimRequest req = read_claim_request(fcinfo, 0, 4);
 
@@ -331,9 +329,7 @@ WF_SQL_FUNCTION(wf_complete_and_claim) {
 
 // wf_heartbeat(queue, id, attempt, extend) -> boolean: still yours?
 WF_SQL_FUNCTION(wf_heartbeat) {
-    queue_arg(fcinfo, 0);
-    int64_arg(fcinfo, 1, "id");
-    int32_arg(fcinfo, 2, "attempt");
+    fencing_token_args(fcinfo);
     Interval* extend = PG_ARGISNULL(3) ? nullptr : interval_arg(fcinfo, 3, "extend", false);
 
     SpiConnection spi;

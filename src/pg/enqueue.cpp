@@ -86,15 +86,6 @@ std::vector<int64> read_dependencies(FunctionCallInfo fcinfo, int n) {
     return ids;
 }
 
-Datum int64_array(const std::vector<int64>& ids) {
-    return call([&] {
-        Datum* items = static_cast<Datum*>(palloc(sizeof(Datum) * std::max<size_t>(ids.size(), 1)));
-        for (size_t i = 0; i < ids.size(); i++) items[i] = Int64GetDatum(ids[i]);
-        return PointerGetDatum(
-            construct_array(items, static_cast<int>(ids.size()), INT8OID, 8, true, 'd'));
-    });
-}
-
 struct DependencyState {
     std::vector<int64> unfinished;  // not done yet: the new job waits on these
     int64 failed = 0;               // a failed or cancelled one, if any
@@ -106,7 +97,7 @@ struct DependencyState {
 DependencyState check_dependencies(const std::vector<int64>& ids) {
     DependencyState state;
     Params<1> p;
-    p.set(0, int64_array(ids));
+    p.set(0, int8_array(ids));
     uint64 rows = lock_dependencies.execute(p.values, p.nulls);
     std::vector<int64> found;
     for (uint64 r = 0; r < rows; r++) {
@@ -127,7 +118,7 @@ DependencyState check_dependencies(const std::vector<int64>& ids) {
                               "dependency job " + std::to_string(id) + " does not exist",
                               "depends_on names job ids returned by wf_enqueue.");
     if (!state.not_done.empty()) {
-        p.set(0, int64_array(state.not_done));
+        p.set(0, int8_array(state.not_done));
         flag_dependencies.execute(p.values, p.nulls);
     }
     return state;
@@ -171,7 +162,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
     if (PG_ARGISNULL(5)) p.set_null(6); else p.set(6, PG_GETARG_DATUM(5));
     if (PG_ARGISNULL(6)) p.set_null(7); else p.set(7, PG_GETARG_DATUM(6));
     if (PG_ARGISNULL(7)) p.set_null(8); else p.set(8, PG_GETARG_DATUM(7));
-    if (dependencies.empty()) p.set_null(9); else p.set(9, int64_array(dependencies));
+    if (dependencies.empty()) p.set_null(9); else p.set(9, int8_array(dependencies));
     // A job cancelled by a failed dependency counts all of them, as wf_retry
     // would recount them.
     p.set(10, Int32GetDatum(static_cast<int32>(deps.failed ? deps.not_done.size()
@@ -184,7 +175,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
         id = column_int64(0, 1);
         if (!deps.not_done.empty()) {
             Params<3> e;
-            e.set(0, int64_array(deps.not_done));
+            e.set(0, int8_array(deps.not_done));
             e.set(1, PG_GETARG_DATUM(0));
             e.set(2, Int64GetDatum(id));
             insert_edges.execute(e.values, e.nulls);

@@ -192,13 +192,6 @@ Datum text_datum(const std::string& s) {
     return call([&] { return PointerGetDatum(cstring_to_text_with_len(s.data(), s.size())); });
 }
 
-Datum int64_array_of(int64 id) {
-    return call([&] {
-        Datum item = Int64GetDatum(id);
-        return PointerGetDatum(construct_array(&item, 1, INT8OID, 8, true, 'd'));
-    });
-}
-
 }  // namespace
 
 Datum clock_now() { return TimestampTzGetDatum(GetCurrentTimestamp()); }
@@ -209,7 +202,7 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
     // that failed.
     for (int64 id : job_ids) {
         Params<3> p;
-        p.set(0, int64_array_of(id));
+        p.set(0, int8_array({id}));
         p.set(1, text_datum("dependency job " + std::to_string(id) + " " + what_happened));
         p.set(2, Int64GetDatum(id));
         cancelled += cancel_descendants.execute(p.values, p.nulls);
@@ -220,12 +213,7 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
 void release_dependents(const std::vector<int64>& job_ids) {
     if (job_ids.empty()) return;
     Params<1> p;
-    std::vector<Datum> items;
-    for (int64 id : job_ids) items.push_back(Int64GetDatum(id));
-    p.set(0, call([&] {
-        return PointerGetDatum(construct_array(items.data(), static_cast<int>(items.size()),
-                                               INT8OID, 8, true, 'd'));
-    }));
+    p.set(0, int8_array(job_ids));
     lock_children.execute(p.values, p.nulls);
     uint64 rows = release_children.execute(p.values, p.nulls);
     for (uint64 r = 0; r < rows; r++) {
@@ -239,15 +227,6 @@ void release_dependents(const std::vector<int64>& job_ids) {
 
 using namespace wf;
 using namespace wf::pg;
-
-namespace {
-// The (queue, id, attempt) fencing token of every worker write.
-void read_fencing_token(FunctionCallInfo fcinfo) {
-    queue_arg(fcinfo, 0);
-    int64_arg(fcinfo, 1, "id");
-    int32_arg(fcinfo, 2, "attempt");
-}
-}  // namespace
 
 bool wf::pg::complete_job(Datum queue, Datum id, Datum attempt, Datum result,
                           bool result_is_null) {
@@ -271,7 +250,7 @@ bool wf::pg::complete_job(Datum queue, Datum id, Datum attempt, Datum result,
 
 // wf_complete(queue, id, attempt, result) -> boolean
 WF_SQL_FUNCTION(wf_complete) {
-    read_fencing_token(fcinfo);
+    fencing_token_args(fcinfo);
     if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
     SpiConnection spi;
     bool done = complete_job(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2),
@@ -361,7 +340,7 @@ WF_SQL_FUNCTION(wf_complete_many) {
 // wf_fail(queue, id, attempt, error, retry_in, permanent) -> text: the new
 // status, or NULL for a stale token.
 WF_SQL_FUNCTION(wf_fail) {
-    read_fencing_token(fcinfo);
+    fencing_token_args(fcinfo);
     std::string_view queue = text_arg(fcinfo, 0, "queue");
     std::string_view error = text_arg(fcinfo, 3, "error");
     Interval* retry_in = PG_ARGISNULL(4) ? nullptr : interval_arg(fcinfo, 4, "retry_in", true);

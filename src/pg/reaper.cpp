@@ -124,17 +124,14 @@ int64 sweep_database() {
     }
 
     uint64 owners = running_owners.execute(nullptr, nullptr);
-    std::vector<Datum> dead;
+    std::vector<int64> dead;
     for (uint64 r = 0; r < owners; r++) {
         int64 key = column_int64(r, 1);
         bool alive = call([&] { return owner_is_alive(key); });
-        if (!alive) dead.push_back(Int64GetDatum(key));
+        if (!alive) dead.push_back(key);
     }
     Params<2> p;
-    p.set(0, call([&] {
-        return PointerGetDatum(construct_array(dead.data(), static_cast<int>(dead.size()),
-                                               INT8OID, 8, true, 'd'));
-    }));
+    p.set(0, int8_array(dead));
     p.set(1, clock_now());
     uint64 lost = recover_jobs.execute(p.values, p.nulls);
     note_recovered(lost, &finished);

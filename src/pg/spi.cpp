@@ -64,4 +64,14 @@ std::string column_text(uint64 row, int col) {
     return std::string(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 }
 
+Datum int8_array(const std::vector<int64>& values) {
+    std::vector<Datum> items;
+    items.reserve(values.size());
+    for (int64 v : values) items.push_back(Int64GetDatum(v));
+    return call([&] {
+        return PointerGetDatum(construct_array(items.data(), static_cast<int>(items.size()),
+                                               INT8OID, 8, true, TYPALIGN_DOUBLE));
+    });
+}
+
 }  // namespace wf::pg

@@ -44,6 +44,9 @@ int32 column_int32(uint64 row, int column);
 bool column_bool(uint64 row, int column);
 std::string column_text(uint64 row, int column);  // NULL reads as ""
 
+// A bigint[] Datum, for parameters that take job ids or owner keys.
+Datum int8_array(const std::vector<int64>& values);
+
 // Parameter arrays for PreparedStatement::execute.
 template <int N>
 struct Params {

@@ -100,6 +100,9 @@ bool start_database_worker(Oid database, BackgroundWorkerHandle** handle) {
     return RegisterDynamicBackgroundWorker(&worker, handle);
 }
 
+// No error handler here, on purpose: an ERROR in the launcher becomes FATAL
+// (no PG_exception_stack), so nothing unwinds the C++ objects below; the
+// postmaster restarts the launcher a second later (bgw_restart_time).
 void launcher_loop() {
     std::vector<Started> started;
     bool warned_no_slot = false;
