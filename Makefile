@@ -10,7 +10,8 @@ CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec
 PG_OBJS   = src/pg/module.o src/pg/guard.o src/pg/spi.o src/pg/args.o \
             src/pg/shared_state.o src/pg/ownership.o src/pg/wakeup.o \
             src/pg/enqueue.o src/pg/claim.o src/pg/finish.o src/pg/reaper.o \
-            src/pg/queue_config.o src/pg/queue_settings.o src/pg/worker.o
+            src/pg/queue_config.o src/pg/queue_settings.o src/pg/worker.o \
+            src/pg/workflow.o src/pg/steps.o src/pg/schedule.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 
 PG_CXXFLAGS = -std=c++17 -Wno-register -fno-omit-frame-pointer

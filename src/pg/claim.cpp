@@ -42,7 +42,7 @@ PreparedStatement claim_jobs(
     "         started_at = $7, cancel_requested = false"
     "    FROM picked WHERE j.queue = $1 AND j.id = picked.id AND j.status = 'pending'"
     "  RETURNING j.id, j.attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
-    "            j.priority, j.max_attempts, j.idempotency_key, j.depends_on, j.run_at),"
+    "            j.priority, j.max_attempts, j.idempotency_key, j.depends_on, j.run_at, j.events),"
     " owned AS ("
     "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at)"
     "  SELECT $1, id, attempt, $3, $5, $7 + $5 FROM claimed"
@@ -56,7 +56,12 @@ PreparedStatement claim_jobs(
     "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text),"
     "                                   coalesce(p.result, 'null'))"
     "             FROM wf.job p WHERE p.id = ANY (claimed.depends_on)) END,"
-    "        $7 + $5, run_at FROM claimed",
+    "        $7 + $5,"
+    // Checkpoints of earlier attempts; a first claim has none to look for.
+    "        CASE WHEN attempt > 1 THEN"
+    "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))"
+    "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = claimed.id) END,"
+    "        events, run_at FROM claimed",
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID});
 
 // When the next scheduled job of the queue becomes due, to bound a wait.
@@ -76,7 +81,7 @@ PreparedStatement extend_lease(
     " WHERE queue = $1 AND id = $2 AND attempt = $3",
     {TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID});
 
-constexpr int kColumns = 11;  // of wf_claim's result
+constexpr int kColumns = 13;  // of wf_claim's result
 
 struct ClaimedRow {
     Datum values[kColumns];
@@ -146,13 +151,13 @@ std::vector<ClaimedRow> claim_once(const ClaimRequest& req) {
         ClaimedRow& row = rows[r];
         HeapTuple tuple = claimed->vals[r];
         TupleDesc desc = claimed->tupdesc;
-        // The statement's first eleven columns are wf_claim's result.
+        // The statement's first kColumns columns are wf_claim's result.
         for (int c = 0; c < kColumns; c++)
             row.values[c] = SPI_getbinval(tuple, desc, c + 1, &row.nulls[c]);
         bool isnull;
         row.id = DatumGetInt64(row.values[0]);
         row.priority = DatumGetInt32(row.values[6]);
-        row.run_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 12, &isnull));
+        row.run_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, kColumns + 1, &isnull));
     }
     std::sort(rows.begin(), rows.end(), [](const ClaimedRow& a, const ClaimedRow& b) {
         if (a.priority != b.priority) return a.priority > b.priority;
@@ -234,15 +239,18 @@ ClaimRequest read_claim_request(FunctionCallInfo fcinfo, int queue_n, int first)
     return req;
 }
 
-// Puts the claimed rows in the result, after `prefix` columns if any.
+// Puts the claimed rows in the result, after `prefix` columns if any. A
+// function still declared by an older version of the extension's SQL has
+// fewer columns: it gets the ones it declares.
 void emit(FunctionCallInfo fcinfo, std::vector<ClaimedRow>& rows, int prefix_count,
           const Datum* prefix, const bool* prefix_nulls) {
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    int declared = std::min(rsinfo->setDesc->natts - prefix_count, kColumns);
     Datum values[kColumns + 1];
     bool nulls[kColumns + 1];
     for (ClaimedRow& row : rows) {
         for (int i = 0; i < prefix_count; i++) values[i] = prefix[i], nulls[i] = prefix_nulls[i];
-        for (int i = 0; i < kColumns; i++)
+        for (int i = 0; i < declared; i++)
             values[prefix_count + i] = row.values[i], nulls[prefix_count + i] = row.nulls[i];
         call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls); });
     }

@@ -88,8 +88,12 @@ PreparedStatement cancel_descendants(
     "    SELECT d.child_queue, d.child_id FROM wf.dependency d WHERE d.parent_id = ANY($1)"
     "  UNION"
     "    SELECT d.child_queue, d.child_id FROM below JOIN wf.dependency d ON d.parent_id = below.id)"
-    " UPDATE wf.job j SET status = 'cancelled', finished_at = now(), last_error = $2,"
-    "        cancelled_by = $3"
+    " UPDATE wf.job j SET status = 'cancelled', finished_at = now(), cancelled_by = $3,"
+    // The reason names the root: a workflow step by its name.
+    "        last_error = (SELECT CASE WHEN r.step_name IS NOT NULL"
+    "                                  THEN format('step \"%s\" (job %s) %s', r.step_name, r.id, $2)"
+    "                                  ELSE format('dependency job %s %s', r.id, $2) END"
+    "                        FROM wf.job r WHERE r.id = $3)"
     "   FROM below WHERE j.queue = below.queue AND j.id = below.id AND j.status = 'blocked'",
     {INT8ARRAYOID, TEXTOID, INT8OID});
 
@@ -188,10 +192,6 @@ PreparedStatement cancel_job(
     " RETURNING status",
     {TEXTOID, INT8OID, BOOLOID});
 
-Datum text_datum(const std::string& s) {
-    return call([&] { return PointerGetDatum(cstring_to_text_with_len(s.data(), s.size())); });
-}
-
 }  // namespace
 
 Datum clock_now() { return TimestampTzGetDatum(GetCurrentTimestamp()); }
@@ -203,7 +203,7 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
     for (int64 id : job_ids) {
         Params<3> p;
         p.set(0, int8_array({id}));
-        p.set(1, text_datum("dependency job " + std::to_string(id) + " " + what_happened));
+        p.set(1, text_datum(what_happened));
         p.set(2, Int64GetDatum(id));
         cancelled += cancel_descendants.execute(p.values, p.nulls);
     }

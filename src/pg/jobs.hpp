@@ -8,7 +8,8 @@ namespace wf::pg {
 
 // Cancels, transitively, every blocked job that waits on one of `job_ids`,
 // which just failed or were cancelled; their last_error reads "dependency
-// job N <what_happened>". Returns how many were cancelled.
+// job N <what_happened>", or 'step "name" (job N) <what_happened>' for a
+// workflow step. Returns how many were cancelled.
 uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_happened);
 
 // Releases the blocked children of jobs that just finished: their count of
@@ -29,6 +30,14 @@ int64 sweep_database();
 // with time). The cursor goes back to 0 when it reaches jobs too young to
 // expire. Returns the number of jobs deleted.
 int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch);
+
+// Jobs waiting on an event whose timeout passed become pending, with the
+// event marked timed out. Returns how many.
+int64 wake_timed_out_waits();
+
+// Enqueues one job per due cron schedule (its latest due tick) and moves
+// each schedule to its next run. Returns the jobs enqueued.
+int64 fire_due_schedules();
 
 // The current time as a timestamptz Datum; claims and sweeps use the clock,
 // not the transaction start, so a long wait sees jobs that became due.

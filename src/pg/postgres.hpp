@@ -33,6 +33,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"

@@ -84,19 +84,39 @@ void note_recovered(uint64 rows, std::vector<int64>* finished) {
 }
 
 // A batch of the oldest jobs from the cursor on; the finished ones past
-// retention go, with their dependency edges. Deleting by ctid skips a row a
-// concurrent wf_retry changed meanwhile.
+// retention go, with their dependency edges and checkpoints. Deleting by
+// ctid skips a row a concurrent wf_retry changed meanwhile.
 PreparedStatement expire_jobs(
     "WITH batch AS MATERIALIZED ("
     "  SELECT ctid AS tid, id, created_at,"
     "         status IN ('done', 'failed', 'cancelled') AND finished_at < $2 AS expired"
     "    FROM wf.job WHERE id > $1 ORDER BY id LIMIT $3),"
     " gone AS (DELETE FROM wf.job j WHERE j.ctid = ANY (ARRAY(SELECT tid FROM batch WHERE expired))"
-    "          RETURNING j.id),"
-    " edges AS (DELETE FROM wf.dependency d WHERE d.parent_id = ANY (ARRAY(SELECT id FROM gone)))"
+    "          RETURNING j.queue, j.id),"
+    " edges AS (DELETE FROM wf.dependency d WHERE d.parent_id = ANY (ARRAY(SELECT id FROM gone))),"
+    " checkpoints AS (DELETE FROM wf.checkpoint k USING gone g"
+    "                  WHERE k.queue = g.queue AND k.job_id = g.id)"
     " SELECT (SELECT max(id) FROM batch), (SELECT count(*) FROM gone),"
     "        coalesce((SELECT bool_or(created_at >= $2) FROM batch), true)",
     {INT8OID, TIMESTAMPTZOID, INT4OID});
+
+// Once per walk over the jobs: what retention leaves behind elsewhere.
+// Workflows whose steps are all gone; signals older than retention that
+// nobody waits for (a later await of such an event waits for a new signal);
+// wait rows whose job no longer waits at that attempt (it was cancelled).
+PreparedStatement expire_leftovers(
+    "WITH workflows AS ("
+    "  DELETE FROM wf.workflow w WHERE w.submitted_at < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.workflow_id = w.id)),"
+    " events AS ("
+    "  DELETE FROM wf.event e WHERE coalesce(e.signalled_at, e.created_at) < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.event_wait w WHERE w.event = e.name)),"
+    " waits AS ("
+    "  DELETE FROM wf.event_wait w WHERE w.since < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = w.queue AND j.id = w.id"
+    "                        AND j.attempt = w.attempt AND j.status = 'waiting'))"
+    " SELECT 1",
+    {TIMESTAMPTZOID});
 
 }  // namespace
 
@@ -109,7 +129,13 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
     int64 deleted = column_int64(0, 2);
     // Past the last job, or among jobs created after the cutoff (which
     // cannot have finished before it): start again from the oldest.
-    *cursor = column_bool(0, 3) ? 0 : column_int64(0, 1);
+    bool walked_all = column_bool(0, 3);
+    *cursor = walked_all ? 0 : column_int64(0, 1);
+    if (walked_all) {
+        Params<1> l;
+        l.set(0, p.values[1]);
+        expire_leftovers.execute(l.values, l.nulls);
+    }
     return deleted;
 }
 
@@ -145,10 +171,14 @@ int64 sweep_database() {
 
 using namespace wf::pg;
 
-// wf_sweep() -> int: one reaper pass by hand.
+// wf_sweep() -> int: one reaper pass by hand (recovery, event timeouts,
+// due schedules); returns the jobs recovered.
 WF_SQL_FUNCTION(wf_sweep) {
     SpiConnection spi;
     int64 recovered = sweep_database();
+    // The background worker's other duties, for a server without it.
+    wake_timed_out_waits();
+    fire_due_schedules();
     spi.finish();
     PG_RETURN_INT32(static_cast<int32>(recovered));
 }

@@ -74,4 +74,28 @@ Datum int8_array(const std::vector<int64>& values) {
     });
 }
 
+Datum datum_array(const std::vector<Datum>& values, const std::vector<bool>& nulls,
+                  Oid element_type) {
+    int n = static_cast<int>(values.size());
+    std::vector<char> null_flags(values.size());
+    for (size_t i = 0; i < nulls.size() && i < values.size(); i++) null_flags[i] = nulls[i];
+    return call([&] {
+        int16 length;
+        bool by_value;
+        char align;
+        get_typlenbyvalalign(element_type, &length, &by_value, &align);
+        int dims[1] = {n};
+        int lower_bounds[1] = {1};
+        return PointerGetDatum(construct_md_array(
+            const_cast<Datum*>(values.data()), reinterpret_cast<bool*>(null_flags.data()), 1,
+            dims, lower_bounds, element_type, length, by_value, align));
+    });
+}
+
+Datum text_datum(std::string_view s) {
+    return call([&] {
+        return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
+    });
+}
+
 }  // namespace wf::pg

@@ -47,6 +47,14 @@ std::string column_text(uint64 row, int column);  // NULL reads as ""
 // A bigint[] Datum, for parameters that take job ids or owner keys.
 Datum int8_array(const std::vector<int64>& values);
 
+// A one-dimensional array of `element_type` (nulls[i]: element i is NULL),
+// for statements that take one array per column (unnest).
+Datum datum_array(const std::vector<Datum>& values, const std::vector<bool>& nulls,
+                  Oid element_type);
+
+// A text Datum (palloc'd in the current memory context).
+Datum text_datum(std::string_view s);
+
 // Parameter arrays for PreparedStatement::execute.
 template <int N>
 struct Params {

@@ -169,6 +169,27 @@ void retention_body(void* context) {
     spi.finish();
 }
 
+// Event timeouts and cron ticks: their own transaction, so that a bad
+// schedule cannot hold back the recovery of jobs.
+void timers_body(void*) {
+    SpiConnection spi;
+    wake_timed_out_waits();
+    fire_due_schedules();
+    spi.finish();
+}
+
+// One pass of the worker in a transaction of its own.
+void run_pass(const char* activity, GuardedBody body, void* context) {
+    SetCurrentStatementStartTimestamp();
+    StartTransactionCommand();
+    PushActiveSnapshot(GetTransactionSnapshot());
+    pgstat_report_activity(STATE_RUNNING, activity);
+    run_guarded(body, context);
+    PopActiveSnapshot();
+    CommitTransactionCommand();
+    pgstat_report_activity(STATE_IDLE, nullptr);
+}
+
 void on_worker_exit(int, Datum) { unregister_database_worker(false); }
 
 }  // namespace
@@ -253,15 +274,9 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
         PopActiveSnapshot();
         CommitTransactionCommand();
         pgstat_report_activity(STATE_IDLE, nullptr);
+        run_pass("pg_wf timers", timers_body, nullptr);
         if (retention_seconds >= 0) {
-            SetCurrentStatementStartTimestamp();
-            StartTransactionCommand();
-            PushActiveSnapshot(GetTransactionSnapshot());
-            pgstat_report_activity(STATE_RUNNING, "pg_wf retention");
-            run_guarded(retention_body, &retention);
-            PopActiveSnapshot();
-            CommitTransactionCommand();
-            pgstat_report_activity(STATE_IDLE, nullptr);
+            run_pass("pg_wf retention", retention_body, &retention);
             if (retention.deleted > 0)
                 ereport(DEBUG1, (errmsg("pg_wf deleted %lld finished jobs past wf.retention",
                                         static_cast<long long>(retention.deleted))));
