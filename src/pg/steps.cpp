@@ -236,6 +236,8 @@ WF_SQL_FUNCTION(wf_await_event) {
             p.set(3, PG_GETARG_DATUM(3));
             if (timeout) p.set(4, IntervalPGetDatum(timeout)); else p.set_null(4);
             park_waiting.execute(p.values, p.nulls);
+            // A max_running slot is free again.
+            note_queue_ready(queue.data(), queue.size());
             status = "waiting";
         }
     }

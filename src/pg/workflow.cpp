@@ -114,8 +114,18 @@ PreparedStatement cancel_steps(
     " WHERE workflow_id = $1"
     "   AND (status IN ('blocked', 'waiting')"
     "        OR (status = 'running' AND NOT cancel_requested)"
-    "        OR (status = 'pending' AND id = ANY ($2)))",
+    "        OR (status = 'pending' AND id = ANY ($2)))"
+    " RETURNING id, status = 'cancelled' AND has_dependents",
     {UUIDOID, INT8ARRAYOID});
+
+// Of the steps just cancelled, those with a blocked dependent left: a job
+// outside the workflow that depends on them (the workflow's own steps are
+// cancelled already).
+PreparedStatement parents_of_outsiders(
+    "SELECT DISTINCT d.parent_id FROM wf.dependency d"
+    "  JOIN wf.job c ON c.queue = d.child_queue AND c.id = d.child_id"
+    " WHERE d.parent_id = ANY ($1) AND c.status = 'blocked'",
+    {INT8ARRAYOID});
 
 // Steps that became pending while this call ran (a parent completed just
 // before the lock): another round takes them.
@@ -259,6 +269,7 @@ WF_SQL_FUNCTION(wf_cancel_workflow) {
     p.set(0, id);
     if (workflow_exists.execute(p.values, p.nulls) != 1) no_such_workflow(id);
     uint64 cancelled = 0;
+    std::vector<int64> parents;
     // Each round sees steps released since the last; a workflow's steps
     // finish, so the rounds end. A bound keeps a pathological race finite:
     // what is left is reported as still pending in wf.workflows.
@@ -268,9 +279,20 @@ WF_SQL_FUNCTION(wf_cancel_workflow) {
         for (uint64 r = 0; r < unreadied; r++) taken.push_back(column_int64(r, 1));
         lock_workflow.execute(p.values, p.nulls);
         p.set(1, int8_array(taken));
-        cancelled += cancel_steps.execute(p.values, p.nulls);
+        uint64 rows = cancel_steps.execute(p.values, p.nulls);
+        cancelled += rows;
+        for (uint64 r = 0; r < rows; r++)
+            if (column_bool(r, 2)) parents.push_back(column_int64(r, 1));
         count_pending.execute(p.values, p.nulls);
         if (column_int64(0, 1) == 0) break;
+    }
+    if (!parents.empty()) {
+        Params<1> o;
+        o.set(0, int8_array(parents));
+        uint64 rows = parents_of_outsiders.execute(o.values, o.nulls);
+        std::vector<int64> outside;
+        for (uint64 r = 0; r < rows; r++) outside.push_back(column_int64(r, 1));
+        if (!outside.empty()) cancel_dependents(outside, "was cancelled");
     }
     mark_cancelled.execute(p.values, p.nulls);
     spi.finish();
