@@ -31,6 +31,10 @@ int64 sweep_database();
 // expire. Returns the number of jobs deleted.
 int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch);
 
+// Whether the schema has the tables of 1.1 (workflows, events, schedules):
+// a new library may run under a 1.0 schema until ALTER EXTENSION UPDATE.
+bool workflow_schema_installed();
+
 // Jobs waiting on an event whose timeout passed become pending, with the
 // event marked timed out. Returns how many.
 int64 wake_timed_out_waits();

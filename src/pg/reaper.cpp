@@ -84,7 +84,7 @@ void note_recovered(uint64 rows, std::vector<int64>* finished) {
 }
 
 // A batch of the oldest jobs from the cursor on; the finished ones past
-// retention go, with their dependency edges and checkpoints. Deleting by
+// retention go, with their dependency edges. Deleting by
 // ctid skips a row a concurrent wf_retry changed meanwhile.
 PreparedStatement expire_jobs(
     "WITH batch AS MATERIALIZED ("
@@ -92,20 +92,22 @@ PreparedStatement expire_jobs(
     "         status IN ('done', 'failed', 'cancelled') AND finished_at < $2 AS expired"
     "    FROM wf.job WHERE id > $1 ORDER BY id LIMIT $3),"
     " gone AS (DELETE FROM wf.job j WHERE j.ctid = ANY (ARRAY(SELECT tid FROM batch WHERE expired))"
-    "          RETURNING j.queue, j.id),"
-    " edges AS (DELETE FROM wf.dependency d WHERE d.parent_id = ANY (ARRAY(SELECT id FROM gone))),"
-    " checkpoints AS (DELETE FROM wf.checkpoint k USING gone g"
-    "                  WHERE k.queue = g.queue AND k.job_id = g.id)"
+    "          RETURNING j.id),"
+    " edges AS (DELETE FROM wf.dependency d WHERE d.parent_id = ANY (ARRAY(SELECT id FROM gone)))"
     " SELECT (SELECT max(id) FROM batch), (SELECT count(*) FROM gone),"
     "        coalesce((SELECT bool_or(created_at >= $2) FROM batch), true)",
     {INT8OID, TIMESTAMPTZOID, INT4OID});
 
 // Once per walk over the jobs: what retention leaves behind elsewhere.
-// Workflows whose steps are all gone; signals older than retention that
-// nobody waits for (a later await of such an event waits for a new signal);
-// wait rows whose job no longer waits at that attempt (it was cancelled).
+// Checkpoints of jobs deleted; workflows whose steps are all gone; signals
+// older than retention that nobody waits for (a later await of such an
+// event waits for a new signal); wait rows whose job no longer waits at
+// that attempt (it was cancelled).
 PreparedStatement expire_leftovers(
-    "WITH workflows AS ("
+    "WITH checkpoints AS ("
+    "  DELETE FROM wf.checkpoint k WHERE k.recorded_at < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = k.queue AND j.id = k.job_id)),"
+    " workflows AS ("
     "  DELETE FROM wf.workflow w WHERE w.submitted_at < $1"
     "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.workflow_id = w.id)),"
     " events AS ("
@@ -131,12 +133,19 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
     // cannot have finished before it): start again from the oldest.
     bool walked_all = column_bool(0, 3);
     *cursor = walked_all ? 0 : column_int64(0, 1);
-    if (walked_all) {
+    if (walked_all && workflow_schema_installed()) {
         Params<1> l;
         l.set(0, p.values[1]);
         expire_leftovers.execute(l.values, l.nulls);
     }
     return deleted;
+}
+
+bool workflow_schema_installed() {
+    return call([] {
+        Oid schema = get_namespace_oid("wf", true);
+        return OidIsValid(schema) && OidIsValid(get_relname_relid("schedule", schema));
+    });
 }
 
 int64 sweep_database() {
@@ -177,8 +186,10 @@ WF_SQL_FUNCTION(wf_sweep) {
     SpiConnection spi;
     int64 recovered = sweep_database();
     // The background worker's other duties, for a server without it.
-    wake_timed_out_waits();
-    fire_due_schedules();
+    if (workflow_schema_installed()) {
+        wake_timed_out_waits();
+        fire_due_schedules();
+    }
     spi.finish();
     PG_RETURN_INT32(static_cast<int32>(recovered));
 }

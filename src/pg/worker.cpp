@@ -172,6 +172,8 @@ void retention_body(void* context) {
 // Event timeouts and cron ticks: their own transaction, so that a bad
 // schedule cannot hold back the recovery of jobs.
 void timers_body(void*) {
+    // Not before ALTER EXTENSION pg_wf UPDATE has created their tables.
+    if (!workflow_schema_installed()) return;
     SpiConnection spi;
     wake_timed_out_waits();
     fire_due_schedules();
