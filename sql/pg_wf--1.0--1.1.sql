@@ -71,6 +71,19 @@ CREATE TABLE wf.schedule (
 );
 CREATE INDEX schedule_due ON wf.schedule (next_run_at);
 
+-- Releases left to the background worker. A completion that finds a child
+-- locked -- by the completion of another of its parents, which holds it
+-- until its commit is durable -- records its release here instead of
+-- waiting, and the worker applies it moments later. Fan-in steps then cost
+-- their completers no lock wait.
+CREATE TABLE wf.release_debt (
+    child_queue text   NOT NULL,
+    child_id    bigint NOT NULL,
+    parent_id   bigint NOT NULL,
+    PRIMARY KEY (child_queue, child_id, parent_id)
+);
+
+SELECT pg_catalog.pg_extension_config_dump('wf.release_debt', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.workflow', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.checkpoint', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.event', '');

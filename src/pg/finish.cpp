@@ -63,9 +63,29 @@ PreparedStatement lock_children(
     " ORDER BY c.queue, c.id FOR NO KEY UPDATE",
     {INT8ARRAYOID});
 
+// With the background worker running, a child another transaction holds
+// is skipped, and its release left to the worker (below).
+PreparedStatement lock_children_skipping(
+    "SELECT c.id FROM wf.job c"
+    " WHERE c.id = ANY (ARRAY(SELECT d.child_id FROM wf.dependency d"
+    "                         WHERE d.parent_id = ANY ($1)))"
+    "   AND c.status = 'blocked'"
+    " ORDER BY c.queue, c.id FOR NO KEY UPDATE SKIP LOCKED",
+    {INT8ARRAYOID});
+
+// The edges to blocked children not locked by this transaction ($2: those
+// it locked) become debts for the worker.
+PreparedStatement defer_releases(
+    "INSERT INTO wf.release_debt (child_queue, child_id, parent_id)"
+    " SELECT d.child_queue, d.child_id, d.parent_id FROM wf.dependency d"
+    "   JOIN wf.job c ON c.queue = d.child_queue AND c.id = d.child_id"
+    "  WHERE d.parent_id = ANY ($1) AND c.status = 'blocked' AND c.id <> ALL ($2)"
+    " ON CONFLICT DO NOTHING",
+    {INT8ARRAYOID, INT8ARRAYOID});
+
 // Each child loses one unfinished dependency per finished parent; the last
 // one makes it ready. Concurrent parents serialise on the child row, and
-// the UPDATE re-reads it.
+// the UPDATE re-reads it. $2, when not NULL, limits it to those children.
 PreparedStatement release_children(
     "WITH released AS ("
     " UPDATE wf.job c"
@@ -76,12 +96,40 @@ PreparedStatement release_children(
     "  FROM (SELECT child_queue, child_id, count(*) AS n FROM wf.dependency"
     "         WHERE parent_id = ANY ($1) GROUP BY 1, 2) AS d"
     " WHERE c.queue = d.child_queue AND c.id = d.child_id"
-    "   AND c.status = 'blocked'"
+    "   AND c.status = 'blocked' AND ($2::bigint[] IS NULL OR c.id = ANY ($2))"
+    " RETURNING c.queue, c.priority, c.run_at, c.id, c.status),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM released WHERE status = 'pending' ON CONFLICT DO NOTHING)"
+    " SELECT queue, status FROM released",
+    {INT8ARRAYOID, INT8ARRAYOID});
+
+// The worker's side: children with debts that nobody else holds, locked in
+// order, their debts applied as one release each. A child held by another
+// transaction keeps its debts for the next round: the worker never waits.
+PreparedStatement lock_indebted_children(
+    "SELECT c.id FROM wf.job c"
+    " WHERE c.id = ANY (ARRAY(SELECT DISTINCT r.child_id FROM wf.release_debt r LIMIT 10000))"
+    " ORDER BY c.queue, c.id FOR NO KEY UPDATE SKIP LOCKED",
+    {});
+
+PreparedStatement settle_debts(
+    "WITH paid AS (DELETE FROM wf.release_debt r WHERE r.child_id = ANY ($1)"
+    "              RETURNING r.child_queue, r.child_id),"
+    " d AS (SELECT child_queue, child_id, count(*) AS n FROM paid GROUP BY 1, 2),"
+    " released AS ("
+    " UPDATE wf.job c"
+    "   SET pending_deps = c.pending_deps - d.n,"
+    "       status = CASE WHEN c.pending_deps = d.n THEN 'pending' ELSE c.status END,"
+    "       run_at = CASE WHEN c.pending_deps = d.n THEN greatest(c.run_at, now())"
+    "                     ELSE c.run_at END"
+    "  FROM d WHERE c.queue = d.child_queue AND c.id = d.child_id AND c.status = 'blocked'"
     " RETURNING c.queue, c.priority, c.run_at, c.id, c.status),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
     "           SELECT queue, priority, run_at, id FROM released WHERE status = 'pending' ON CONFLICT DO NOTHING)"
     " SELECT queue, status FROM released",
     {INT8ARRAYOID});
+
+
 
 PreparedStatement cancel_descendants(
     "WITH RECURSIVE below(queue, id) AS ("
@@ -129,40 +177,55 @@ PreparedStatement lock_retry_dependencies(
     " ORDER BY p.id FOR NO KEY UPDATE",
     {TEXTOID, INT8OID});
 
+// A recount of a job's unfinished dependencies sees every committed
+// completion, so the same statement (one snapshot) cancels the debts
+// (wf.release_debt, schema 1.1) those completions left toward the job.
+#define WF_FORGIVE_DEBTS(CTE) \
+    ", forgiven AS (DELETE FROM wf.release_debt r WHERE r.child_id IN (SELECT id FROM " CTE "))"
+
+#define WF_RETRY_SQL(FORGIVE) \
+    "WITH retried AS (" \
+    " UPDATE wf.job j" \
+    "   SET status = CASE WHEN u.unfinished > 0 THEN 'blocked' ELSE 'pending' END," \
+    "       pending_deps = u.unfinished, max_attempts = j.attempt + j.attempt_budget," \
+    "       run_at = now(), finished_at = NULL, cancelled_by = NULL, cancel_requested = false" \
+    "  FROM (SELECT count(*) FILTER (WHERE p.status <> 'done') AS unfinished" \
+    "          FROM wf.job p, wf.job me" \
+    "         WHERE me.queue = $1 AND me.id = $2 AND p.id = ANY(me.depends_on)) AS u" \
+    " WHERE j.queue = $1 AND j.id = $2 AND j.status IN ('failed', 'cancelled')" \
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.status)" \
+    FORGIVE \
+    ", ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)" \
+    "           SELECT queue, priority, run_at, id FROM retried WHERE status = 'pending' ON CONFLICT DO NOTHING)" \
+    " SELECT status FROM retried"
+
 // Back from the dead letter with a fresh budget of attempts. The attempt
 // counter itself never goes back: it is the fencing token.
-PreparedStatement retry_job(
-    "WITH retried AS ("
-    " UPDATE wf.job j"
-    "   SET status = CASE WHEN u.unfinished > 0 THEN 'blocked' ELSE 'pending' END,"
-    "       pending_deps = u.unfinished, max_attempts = j.attempt + j.attempt_budget,"
-    "       run_at = now(), finished_at = NULL, cancelled_by = NULL, cancel_requested = false"
-    "  FROM (SELECT count(*) FILTER (WHERE p.status <> 'done') AS unfinished"
-    "          FROM wf.job p, wf.job me"
-    "         WHERE me.queue = $1 AND me.id = $2 AND p.id = ANY(me.depends_on)) AS u"
-    " WHERE j.queue = $1 AND j.id = $2 AND j.status IN ('failed', 'cancelled')"
-    " RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM retried WHERE status = 'pending' ON CONFLICT DO NOTHING)"
-    " SELECT status FROM retried",
-    {TEXTOID, INT8OID});
+PreparedStatement retry_job(WF_RETRY_SQL(WF_FORGIVE_DEBTS("retried")), {TEXTOID, INT8OID});
+PreparedStatement retry_job_1_0(WF_RETRY_SQL(""), {TEXTOID, INT8OID});
 
 // The jobs a failed job cancelled come back with it, blocked on it again.
-PreparedStatement restore_descendants(
-    "WITH RECURSIVE back(queue, id) AS ("
-    "    SELECT j.queue, j.id FROM wf.dependency d"
-    "      JOIN wf.job j ON j.queue = d.child_queue AND j.id = d.child_id"
-    "     WHERE d.parent_id = $1 AND j.cancelled_by = $1 AND j.status = 'cancelled'"
-    "  UNION"
-    "    SELECT j.queue, j.id FROM back JOIN wf.dependency d ON d.parent_id = back.id"
-    "      JOIN wf.job j ON j.queue = d.child_queue AND j.id = d.child_id"
-    "     WHERE j.cancelled_by = $1 AND j.status = 'cancelled')"
-    " UPDATE wf.job j"
-    "    SET status = 'blocked', finished_at = NULL, cancelled_by = NULL, last_error = NULL,"
-    "        pending_deps = (SELECT count(*) FROM wf.job p"
-    "                         WHERE p.id = ANY(j.depends_on) AND p.status <> 'done')"
-    "   FROM back WHERE j.queue = back.queue AND j.id = back.id",
-    {INT8OID});
+#define WF_RESTORE_SQL(FORGIVE) \
+    "WITH RECURSIVE back(queue, id) AS (" \
+    "    SELECT j.queue, j.id FROM wf.dependency d" \
+    "      JOIN wf.job j ON j.queue = d.child_queue AND j.id = d.child_id" \
+    "     WHERE d.parent_id = $1 AND j.cancelled_by = $1 AND j.status = 'cancelled'" \
+    "  UNION" \
+    "    SELECT j.queue, j.id FROM back JOIN wf.dependency d ON d.parent_id = back.id" \
+    "      JOIN wf.job j ON j.queue = d.child_queue AND j.id = d.child_id" \
+    "     WHERE j.cancelled_by = $1 AND j.status = 'cancelled')," \
+    " restored AS (" \
+    " UPDATE wf.job j" \
+    "    SET status = 'blocked', finished_at = NULL, cancelled_by = NULL, last_error = NULL," \
+    "        pending_deps = (SELECT count(*) FROM wf.job p" \
+    "                         WHERE p.id = ANY(j.depends_on) AND p.status <> 'done')" \
+    "   FROM back WHERE j.queue = back.queue AND j.id = back.id" \
+    " RETURNING j.id)" \
+    FORGIVE \
+    " SELECT id FROM restored"
+
+PreparedStatement restore_descendants(WF_RESTORE_SQL(WF_FORGIVE_DEBTS("restored")), {INT8OID});
+PreparedStatement restore_descendants_1_0(WF_RESTORE_SQL(""), {INT8OID});
 
 // A pending job leaves the ready set before its row changes: claims take
 // the ready row first, then the job, and so does this (no deadlock). Its
@@ -210,18 +273,52 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
     return cancelled;
 }
 
-void release_dependents(const std::vector<int64>& job_ids) {
-    if (job_ids.empty()) return;
-    Params<1> p;
-    p.set(0, int8_array(job_ids));
-    lock_children.execute(p.values, p.nulls);
-    uint64 rows = release_children.execute(p.values, p.nulls);
+namespace {
+// Wakes the claimers of the children a release made pending (its result).
+void note_released(uint64 rows) {
     for (uint64 r = 0; r < rows; r++) {
         if (column_text(r, 2) != "pending") continue;
         std::string queue = column_text(r, 1);
         note_queue_ready(queue.data(), queue.size());
     }
 }
+}  // namespace
+
+void release_dependents(const std::vector<int64>& job_ids) {
+    if (job_ids.empty()) return;
+    Params<2> p;
+    p.set(0, int8_array(job_ids));
+    // A child shared with another parent completing at the same moment is
+    // locked by that completion until its commit is durable. Waiting for it
+    // would cost this completion an fsync; with the worker running, the
+    // release is left to it instead.
+    bool may_defer = database_worker_alive(MyDatabaseId) && workflow_schema_installed();
+    if (!may_defer) {
+        lock_children.execute(p.values, p.nulls);
+        p.set_null(1);
+        note_released(release_children.execute(p.values, p.nulls));
+        return;
+    }
+    uint64 locked = lock_children_skipping.execute(p.values, p.nulls);
+    std::vector<int64> held;
+    for (uint64 r = 0; r < locked; r++) held.push_back(column_int64(r, 1));
+    p.set(1, int8_array(held));
+    if (!held.empty()) note_released(release_children.execute(p.values, p.nulls));
+    if (defer_releases.execute(p.values, p.nulls) > 0) note_releases_deferred();
+}
+
+int64 settle_release_debts() {
+    uint64 locked = lock_indebted_children.execute(nullptr, nullptr);
+    if (locked == 0) return 0;
+    std::vector<int64> children;
+    for (uint64 r = 0; r < locked; r++) children.push_back(column_int64(r, 1));
+    Params<1> p;
+    p.set(0, int8_array(children));
+    uint64 rows = settle_debts.execute(p.values, p.nulls);
+    note_released(rows);
+    return static_cast<int64>(rows);
+}
+
 
 }  // namespace wf::pg
 
@@ -398,13 +495,14 @@ WF_SQL_FUNCTION(wf_retry) {
     Params<2> p;
     p.set(0, PG_GETARG_DATUM(0));
     p.set(1, PG_GETARG_DATUM(1));
+    bool schema_1_1 = workflow_schema_installed();
     lock_retry_dependencies.execute(p.values, p.nulls);
-    bool retried = retry_job.execute(p.values, p.nulls) == 1;
+    bool retried = (schema_1_1 ? retry_job : retry_job_1_0).execute(p.values, p.nulls) == 1;
     if (retried) {
         if (column_text(0, 1) == "pending") note_queue_ready(queue.data(), queue.size());
         Params<1> r;
         r.set(0, Int64GetDatum(id));
-        restore_descendants.execute(r.values, r.nulls);
+        (schema_1_1 ? restore_descendants : restore_descendants_1_0).execute(r.values, r.nulls);
     }
     spi.finish();
     PG_RETURN_BOOL(retried);

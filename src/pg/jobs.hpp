@@ -14,8 +14,14 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
 
 // Releases the blocked children of jobs that just finished: their count of
 // unfinished dependencies goes down by one per finished parent, and at zero
-// they become pending.
+// they become pending. A child held by another transaction (a sibling
+// parent's completion) is left to the background worker, when it runs,
+// as a row in wf.release_debt.
 void release_dependents(const std::vector<int64>& job_ids);
+
+// The worker's side: applies the releases left in wf.release_debt to the
+// children no other transaction holds. Returns the children updated.
+int64 settle_release_debts();
 
 // wf_complete's work: marks the job done if (queue, id, attempt) still holds
 // it, stores the result, releases dependents. False for a stale token.

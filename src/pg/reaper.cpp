@@ -187,6 +187,7 @@ WF_SQL_FUNCTION(wf_sweep) {
     int64 recovered = sweep_database();
     // The background worker's other duties, for a server without it.
     if (workflow_schema_installed()) {
+        settle_release_debts();
         wake_timed_out_waits();
         fire_due_schedules();
     }

@@ -16,6 +16,8 @@ struct DatabaseWorker {
     bool no_extension;     // last worker found no pg_wf here
     TimestampTz checked_at;
     TimestampTz dropping_until;  // DROP DATABASE in progress: start no worker
+    bool sweep_requested;        // a session exited: recover its jobs now
+    bool releases_requested;     // completions left releases for the worker
 };
 
 struct WaiterSlot {
@@ -153,13 +155,36 @@ bool database_lacks_extension(Oid database, TimestampTz* checked_at) {
     return lacks;
 }
 
-void wake_database_worker(Oid database) {
+namespace {
+void wake_worker_for(Oid database, bool DatabaseWorker::*request) {
     if (!shared) return;
     SpinLockAcquire(&shared->mutex);
     DatabaseWorker* w = find_worker(database);
     Latch* latch = (w != nullptr && w->pid != 0) ? w->latch : nullptr;
+    if (latch) w->*request = true;
     SpinLockRelease(&shared->mutex);
     if (latch) SetLatch(latch);
+}
+}  // namespace
+
+void wake_database_worker(Oid database) {
+    wake_worker_for(database, &DatabaseWorker::sweep_requested);
+}
+
+void wake_database_worker_for_releases(Oid database) {
+    wake_worker_for(database, &DatabaseWorker::releases_requested);
+}
+
+void take_worker_requests(bool* sweep, bool* releases) {
+    *sweep = *releases = false;
+    if (!shared) return;
+    SpinLockAcquire(&shared->mutex);
+    if (DatabaseWorker* w = find_worker(MyDatabaseId)) {
+        *sweep = w->sweep_requested;
+        *releases = w->releases_requested;
+        w->sweep_requested = w->releases_requested = false;
+    }
+    SpinLockRelease(&shared->mutex);
 }
 
 void stop_database_worker(Oid database) {

@@ -17,7 +17,12 @@ void register_database_worker(Oid database);
 void unregister_database_worker(bool no_extension);
 bool database_worker_alive(Oid database);
 bool database_lacks_extension(Oid database, TimestampTz* checked_at);
+// Wakes the database's worker for a full pass (a session with claims ended).
 void wake_database_worker(Oid database);
+// Wakes it to apply the releases completions left in wf.release_debt.
+void wake_database_worker_for_releases(Oid database);
+// The worker: what it was woken for since the last call.
+void take_worker_requests(bool* sweep, bool* releases);
 // Before DROP DATABASE: stops the database's worker, waits for it to leave
 // and keeps the launcher from starting another one for a while.
 void stop_database_worker(Oid database);
@@ -44,6 +49,9 @@ void note_queue_ready(const char* queue, size_t length);
 // A claimer waiting on a queue registers itself, then sleeps on its latch.
 void begin_waiting(uint32 queue_hash);
 void end_waiting();
+// Releases were left for the worker: it is woken once the current
+// transaction commits.
+void note_releases_deferred();
 // After commit: sets the latch of claimers waiting on one of `hashes`
 // (or on any queue of this database when `all`).
 void wake_waiters(const uint32* hashes, int count, bool all);

@@ -15,8 +15,15 @@ constexpr int kMaxNotedQueues = 32;
 uint32 noted[kMaxNotedQueues];
 int noted_count = 0;
 bool noted_overflow = false;  // too many queues: wake every waiter of the database
+bool releases_deferred = false;
 
 void on_transaction_end(XactEvent event, void*) {
+    if (releases_deferred && event != XACT_EVENT_PRE_COMMIT &&
+        event != XACT_EVENT_PARALLEL_PRE_COMMIT && event != XACT_EVENT_PRE_PREPARE) {
+        // Also after PREPARE: the worker then finds the debt once committed.
+        if (event == XACT_EVENT_COMMIT) wake_database_worker_for_releases(MyDatabaseId);
+        releases_deferred = false;
+    }
     if (noted_count == 0 && !noted_overflow) return;
     if (event == XACT_EVENT_COMMIT) wake_waiters(noted, noted_count, noted_overflow);
     // A prepared transaction forgets them: COMMIT PREPARED wakes nobody,
@@ -35,6 +42,8 @@ void register_wakeup_callback() { RegisterXactCallback(on_transaction_end, nullp
 uint32 queue_hash(const char* queue, size_t length) {
     return hash_bytes(reinterpret_cast<const unsigned char*>(queue), static_cast<int>(length));
 }
+
+void note_releases_deferred() { releases_deferred = true; }
 
 void note_queue_ready(const char* queue, size_t length) {
     if (!shared_memory_ready()) return;  // no waiters to wake: they poll

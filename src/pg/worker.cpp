@@ -180,6 +180,20 @@ void timers_body(void*) {
     spi.finish();
 }
 
+// Releases left by completions (see release_dependents). `left` is set when
+// some wait on children that another transaction still holds.
+PreparedStatement debts_left("SELECT EXISTS (SELECT 1 FROM wf.release_debt)", {});
+
+void releases_body(void* left) {
+    *static_cast<bool*>(left) = false;
+    if (!workflow_schema_installed()) return;
+    SpiConnection spi;
+    settle_release_debts();
+    debts_left.execute(nullptr, nullptr);
+    *static_cast<bool*>(left) = column_bool(0, 1);
+    spi.finish();
+}
+
 // One pass of the worker in a transaction of its own.
 void run_pass(const char* activity, GuardedBody body, void* context) {
     SetCurrentStatementStartTimestamp();
@@ -191,6 +205,37 @@ void run_pass(const char* activity, GuardedBody body, void* context) {
     CommitTransactionCommand();
     pgstat_report_activity(STATE_IDLE, nullptr);
 }
+
+// Debts on a child held by another transaction are tried again this soon
+// (doubling while they stay), rather than at the next full pass.
+constexpr long kReleaseRetryFirstMs = 2;
+long release_retry_ms = 0;  // 0: no retry scheduled
+TimestampTz release_retry_at = 0;
+
+void settle_releases(TimestampTz now) {
+    bool left = false;
+    run_pass("pg_wf releases", releases_body, &left);
+    if (!left) {
+        release_retry_ms = 0;
+        return;
+    }
+    release_retry_ms = release_retry_ms == 0
+                           ? kReleaseRetryFirstMs
+                           : std::min<long>(release_retry_ms * 2, sweep_interval_ms);
+    release_retry_at = TimestampTzPlusMilliseconds(now, release_retry_ms);
+}
+
+// Sleeps until the next full pass or release retry, or a wake-up.
+void wait_for_work(TimestampTz next_full_pass) {
+    TimestampTz until = next_full_pass;
+    if (release_retry_ms > 0 && release_retry_at < until) until = release_retry_at;
+    long timeout_ms = static_cast<long>((until - GetCurrentTimestamp()) / 1000);
+    if (timeout_ms <= 0) return;
+    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms,
+                    PG_WAIT_EXTENSION);
+    ResetLatch(MyLatch);
+}
+
 
 void on_worker_exit(int, Datum) { unregister_database_worker(false); }
 
@@ -244,12 +289,26 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
     }
     PG_exception_stack = &recover;
 
+    // Static: it outlives a longjmp to `recover`.
+    static TimestampTz next_full_pass = 0;
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         if (ConfigReloadPending) {
             ConfigReloadPending = false;
             ProcessConfigFile(PGC_SIGHUP);
         }
+        // A full pass every wf.sweep_interval, or at once when a session
+        // with claims ended; in between, the releases completions left.
+        bool sweep_requested = false, releases_requested = false;
+        take_worker_requests(&sweep_requested, &releases_requested);
+        TimestampTz now = GetCurrentTimestamp();
+        bool releases_due = releases_requested || (release_retry_ms > 0 && now >= release_retry_at);
+        if (!sweep_requested && now < next_full_pass) {
+            if (releases_due) settle_releases(now);
+            wait_for_work(next_full_pass);
+            continue;
+        }
+        next_full_pass = TimestampTzPlusMilliseconds(now, sweep_interval_ms);
         SetCurrentStatementStartTimestamp();
         StartTransactionCommand();
         if (name[0] == '\0') {
@@ -287,10 +346,8 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
             ereport(LOG, (errmsg("pg_wf reaper recovered %lld job%s of lost workers in database \"%s\"",
                                  static_cast<long long>(recovered), recovered == 1 ? "" : "s",
                                  name)));
-
-        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-                        sweep_interval_ms, PG_WAIT_EXTENSION);
-        ResetLatch(MyLatch);
+        settle_releases(now);
+        wait_for_work(next_full_pass);
     }
 }
 
