@@ -121,3 +121,41 @@ SELECT wf_retry('dep_exhaust', :p) AS retried;
 SELECT payload->>'n' AS job, attempt FROM wf_claim('dep_exhaust');
 SELECT wf_complete('dep_exhaust', :p, 2, '"parent ok"');
 SELECT payload->>'n' AS job, inputs->:'p' AS from_parent FROM wf_claim('dep_exhaust');
+
+-- Releases left to the background worker (wf.release_debt) and wf_retry.
+-- A completion that found the child held by a sibling's completion leaves
+-- a debt instead of decrementing; simulated here: p1 is done, its release
+-- of the child is a debt, so the child still counts 2 unfinished parents.
+SELECT wf_enqueue('dep_debt', '{"n": "p1"}') AS p1 \gset
+SELECT wf_enqueue('dep_debt', '{"n": "p2"}', max_attempts => 1) AS p2 \gset
+SELECT wf_enqueue('dep_debt', '{"n": "child"}', depends_on => ARRAY[:p1, :p2]) AS c \gset
+SELECT count(*) FROM wf_claim('dep_debt', max_jobs => 2);
+SELECT wf_complete('dep_debt', :p1, 1);
+UPDATE wf.job SET pending_deps = 2 WHERE queue = 'dep_debt' AND id = :c;
+INSERT INTO wf.release_debt VALUES ('dep_debt', :c, :p1);
+-- p2 fails for good before the worker paid the debt: the child is cancelled.
+SELECT wf_fail('dep_debt', :p2, 1, 'boom') AS status;
+SELECT payload->>'n' AS job, status FROM wf.jobs WHERE queue = 'dep_debt' ORDER BY id;
+-- Retrying p2 restores the child and recounts its parents (p1 done: one
+-- left). The recount pays p1's debt in the same statement, so the worker
+-- cannot apply it a second time and release the child before p2 is done.
+SELECT wf_retry('dep_debt', :p2) AS retried;
+SELECT count(*) AS debts_left FROM wf.release_debt WHERE child_id = :c;
+SELECT wf_sweep() >= 0 AS swept;
+SELECT payload->>'n' AS job, status, pending_deps FROM wf.job WHERE queue = 'dep_debt' ORDER BY id;
+-- p2 runs again and completes: now the child is ready.
+SELECT payload->>'n' AS job, attempt FROM wf_claim('dep_debt');
+SELECT wf_complete('dep_debt', :p2, 2);
+SELECT payload->>'n' AS job, status, pending_deps FROM wf.job WHERE queue = 'dep_debt' ORDER BY id;
+-- A debt the worker pays: the sweep applies it like a completion would.
+SELECT wf_enqueue('dep_debt2', '{"n": "parent"}') AS q1 \gset
+SELECT wf_enqueue('dep_debt2', '{"n": "child"}', depends_on => ARRAY[:q1]) AS qc \gset
+SELECT count(*) FROM wf_claim('dep_debt2');
+SELECT wf_complete('dep_debt2', :q1, 1);
+UPDATE wf.job SET status = 'blocked', pending_deps = 1 WHERE queue = 'dep_debt2' AND id = :qc;
+DELETE FROM wf.ready WHERE queue = 'dep_debt2';
+INSERT INTO wf.release_debt VALUES ('dep_debt2', :qc, :q1);
+SELECT wf_sweep() >= 0 AS swept;
+SELECT count(*) AS debts_left FROM wf.release_debt;
+SELECT payload->>'n' AS job, status, pending_deps FROM wf.job WHERE queue = 'dep_debt2' ORDER BY id;
+SELECT payload->>'n' AS job, inputs->:'q1' IS NOT NULL AS has_input FROM wf_claim('dep_debt2');
