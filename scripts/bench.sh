@@ -10,10 +10,13 @@
 #   BENCH_SECONDS   length of each timed run (8; quick 3)
 #   BENCH_CLIENTS   client counts of the 1-job-per-call series ("1 4 8 16")
 #   BENCH_HISTORY   finished jobs in the history run (1000000; quick 50000)
-#   BENCH_DAG       steps of the DAG (100000; quick 10000), BENCH_DAG_WIDTH (1000)
+#   BENCH_DAG       steps of the workflow, one wf_submit (100000, the most one
+#                   workflow takes; quick 10000), BENCH_DAG_WIDTH steps per stage (1000)
 #   BENCH_WAKE_JOBS jobs of the wake-up latency run (1000)
 #   BENCH_WAL_JOBS  jobs of the WAL run (20000; quick 4000)
 #   BENCH_PORT      port of the throwaway cluster (5499; Unix socket only)
+#   PG_CONFIG       the PostgreSQL to build against and run (default: the
+#                   system's PostgreSQL 15, /usr/lib/postgresql/15/bin/pg_config)
 #   BENCH_KEEP=1    leave the cluster running afterwards
 set -euo pipefail
 
@@ -34,8 +37,13 @@ DAG_WIDTH=${BENCH_DAG_WIDTH:-1000}
 WAKE_JOBS=${BENCH_WAKE_JOBS:-1000}
 port=${BENCH_PORT:-5499}
 PY=/usr/bin/python3
-export PATH="/usr/lib/postgresql/15/bin:$PATH"
-BIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
+# PG_CONFIG picks the PostgreSQL installation to build against and run (as
+# in scripts/demo.sh); by default the system's PostgreSQL 15.
+if [ -z "${PG_CONFIG:-}" ]; then
+    export PATH="/usr/lib/postgresql/15/bin:$PATH"
+    PG_CONFIG=$(command -v pg_config || echo /usr/lib/postgresql/15/bin/pg_config)
+fi
+BIN=$("$PG_CONFIG" --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 [ -x "$BIN/pgbench" ] || BIN=/usr/lib/postgresql/15/bin
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -47,12 +55,12 @@ as_pg() { if [ $is_root = 1 ]; then runuser -u postgres -- "$@"; else "$@"; fi; 
 
 if [ $is_root = 1 ]; then
     "$repo/scripts/install-deps.sh" >&2 || die "installing dependencies failed"
-    if ! (cd "$repo" && flock /tmp/pg_wf-build.lock make -s -j2 install) >/tmp/pg_wf-bench-build.log 2>&1; then
-        [ -f "$(pg_config --pkglibdir)/pg_wf.so" ] || { cat /tmp/pg_wf-bench-build.log >&2; die "build failed"; }
+    if ! (cd "$repo" && flock /tmp/pg_wf-build.lock make -s -j2 PG_CONFIG="$PG_CONFIG" install) >/tmp/pg_wf-bench-build.log 2>&1; then
+        [ -f "$("$PG_CONFIG" --pkglibdir)/pg_wf.so" ] || { cat /tmp/pg_wf-bench-build.log >&2; die "build failed"; }
         log "warning: build failed (see /tmp/pg_wf-bench-build.log); benchmarking the installed pg_wf"
     fi
 else
-    [ -f "$(pg_config --pkglibdir)/pg_wf.so" ] || die "pg_wf is not installed: run 'make install' as root"
+    [ -f "$("$PG_CONFIG" --pkglibdir)/pg_wf.so" ] || die "pg_wf is not installed in $("$PG_CONFIG" --pkglibdir): run 'make install' as root"
 fi
 command -v "$BIN/pgbench" >/dev/null || die "pgbench not found in $BIN"
 $PY -c 'import psycopg' 2>/dev/null || die "$PY has no psycopg (apt-get install python3-psycopg)"
@@ -145,8 +153,18 @@ EOF
 
 # Empty state of one side: no jobs at all, a checkpoint so that no run pays
 # for the previous run's dirty pages.
+# pg_wf's worker locks these tables in passes of its own, in its own order,
+# so a TRUNCATE of them all can lose a deadlock against it: then again.
 reset() {
-    if [ "$1" = wf ]; then sql -c "BEGIN; TRUNCATE $wf_tables; $wf_restore COMMIT;"
+    if [ "$1" = wf ]; then
+        local try
+        for try in 1 2 3 4 5; do
+            sql -c "BEGIN; TRUNCATE $wf_tables; $wf_restore COMMIT;" 2>"$work/reset.err" && break
+            grep -q "deadlock detected" "$work/reset.err" && [ "$try" -lt 5 ] \
+                || { cat "$work/reset.err" >&2; die "could not empty pg_wf's tables"; }
+            log "  (emptying pg_wf's tables lost a deadlock with its worker; again)"
+            sleep 0.2
+        done
     else sql -c "TRUNCATE baseline_jobs RESTART IDENTITY"; fi
     sql -c "CHECKPOINT"
 }
@@ -335,54 +353,113 @@ fi
 # ---------------------------------------------------------------- 5. DAG
 if want 5; then
 depth=$(( (DAG + DAG_WIDTH - 1) / DAG_WIDTH ))
+if [ $(( depth * DAG_WIDTH )) -gt 100000 ]; then  # the most steps one wf_submit takes
+    depth=$(( 100000 / DAG_WIDTH ))
+    log "  BENCH_DAG capped to $(( depth * DAG_WIDTH )) steps: one workflow has at most 100,000"
+fi
 steps=$(( depth * DAG_WIDTH ))
-log "5. claims from one DAG of $steps steps ($depth stages x $DAG_WIDTH, each step depends on 2 of the stage before), $ref8 clients"
-# pg_wf: wf_enqueue in a loop, one transaction, as an application would.
-reset wf
-t0=$(date +%s.%N)
-sql <<EOF
-DO \$\$
-DECLARE
-    w int := $DAG_WIDTH; d int := $depth; wid uuid := gen_random_uuid();
-    prev bigint[]; cur bigint[]; k int; i int;
-BEGIN
-    FOR k IN 0 .. d - 1 LOOP
-        cur := '{}';
-        FOR i IN 0 .. w - 1 LOOP
-            cur := cur || wf_enqueue('bench', jsonb_build_object('stage', k, 'i', i),
-                                     workflow_id => wid, step_name => format('s%s_%s', k, i),
-                                     depends_on => CASE WHEN k = 0 THEN NULL
-                                                        ELSE ARRAY[prev[i + 1], prev[(i + 1) % w + 1]] END);
-        END LOOP;
-        prev := cur;
-    END LOOP;
-END
-\$\$;
-EOF
-t1=$(date +%s.%N)
-wf_dag_build=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-settle; sql -c "CHECKPOINT"
-claim_run wf wf_claim1.sql "$ref8" bench; wfdag=$RATE
-[ "$DRY" = 1 ] && wfdag="$wfdag (graph finished)"
-# Baseline: the same graph as depends_on arrays, all rows `pending`.
-reset base
-t0=$(date +%s.%N)
-sql -c "INSERT INTO baseline_jobs (id, queue, payload, depends_on)
-        SELECT k * $DAG_WIDTH + i + 1, 'bench', jsonb_build_object('stage', k, 'i', i),
-               CASE WHEN k = 0 THEN NULL
-                    ELSE ARRAY[(k - 1) * $DAG_WIDTH + i + 1, (k - 1) * $DAG_WIDTH + (i + 1) % $DAG_WIDTH + 1]::bigint[] END
-          FROM generate_series(0, $depth - 1) k, generate_series(0, $DAG_WIDTH - 1) i
-         ORDER BY 1" \
-    -c "SELECT setval('baseline_jobs_id_seq', $steps)" >/dev/null
-t1=$(date +%s.%N)
-base_dag_build=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-settle; sql -c "CHECKPOINT"
-claim_run base base_dag_claim1.sql "$ref8" bench; basedag=$RATE
-[ "$DRY" = 1 ] && basedag="$basedag (graph finished)"
-log "  pg_wf $wfdag (built in ${wf_dag_build}s), baseline $basedag (built in ${base_dag_build}s) jobs/s"
 dag_label=$(awk -v n="$steps" 'BEGIN { if (n >= 1000) printf "%gk", n / 1000; else print n }')
-row "claim+complete from one ${dag_label}-step DAG, $ref8 clients" "$wfdag" "$basedag" "jobs/s" \
-    "$depth stages x $DAG_WIDTH, fan-in 2; independent jobs: pg_wf ${WF1[$ref8]}, baseline ${BASE1[$ref8]}; baseline = depends_on[] + NOT EXISTS; built in ${wf_dag_build}s (wf_enqueue loop) / ${base_dag_build}s (INSERT)"
+log "5. claims from one workflow of $steps steps ($depth stages x $DAG_WIDTH, each step after 2 of the stage before), next to $steps independent jobs, $ref8 clients"
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+# The last "Time:" line of psql's \timing, in seconds.
+timing_s() { sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1 | awk '{ printf "%.2f", $1 / 1000 }'; }
+ratio() { awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN { printf (b > 0 ? "%.2f×" : "—"), (b > 0 ? a / b : 0) }'; }
+# Everything is built first: on each side the graph in queue `bench` and as
+# many independent jobs in queue `indep`. The four timed runs then follow
+# one another, so that the figures compared are measured next to each other.
+reset wf; reset base
+
+# pg_wf: the whole graph is one wf_submit call. Its spec is built in SQL
+# first (timed apart); the shape is the baseline's below.
+sql -c "DROP TABLE IF EXISTS bench_dag_spec"
+spec_s=$(sql -c '\timing on' -c "
+    CREATE TABLE bench_dag_spec AS
+    SELECT jsonb_build_object('name', 'bench-dag', 'queue', 'bench', 'steps',
+             jsonb_agg(jsonb_build_object('name', format('s%s_%s', k, i),
+                                          'payload', jsonb_build_object('stage', k, 'i', i))
+                       || CASE WHEN k = 0 THEN '{}'::jsonb
+                               ELSE jsonb_build_object('after', jsonb_build_array(
+                                        format('s%s_%s', k - 1, i),
+                                        format('s%s_%s', k - 1, (i + 1) % $DAG_WIDTH))) END
+                       ORDER BY k, i)) AS spec
+      FROM generate_series(0, $depth - 1) k, generate_series(0, $DAG_WIDTH - 1) i" | timing_s)
+sql -c "CHECKPOINT"
+out=$(sql -c '\timing on' -c "SELECT wf_submit(spec) FROM bench_dag_spec")
+wid=$(echo "$out" | grep -E '^[0-9a-f-]{36}$' | head -1)
+wf_dag_build=$(echo "$out" | timing_s)
+[ -n "$wid" ] || die "wf_submit returned no workflow id: $out"
+sql -c "DROP TABLE bench_dag_spec"
+read -r wf_steps wf_pending <<<"$(sql -F ' ' -c "SELECT steps, pending FROM wf.workflows WHERE workflow_id = '$wid'")"
+[ "$wf_steps" = "$steps" ] || log "  warning: the workflow has $wf_steps steps, not $steps"
+log "  pg_wf: spec built in ${spec_s}s, wf_submit of $wf_steps steps in ${wf_dag_build}s ($wf_pending ready at once)"
+
+# Baseline: the same graph as depends_on arrays, all rows `pending`,
+# claimed with NOT EXISTS over the dependencies.
+sql -c "CHECKPOINT"
+base_dag_build=$(sql -c '\timing on' -c "
+    INSERT INTO baseline_jobs (id, queue, payload, depends_on)
+    SELECT k * $DAG_WIDTH + i + 1, 'bench', jsonb_build_object('stage', k, 'i', i),
+           CASE WHEN k = 0 THEN NULL
+                ELSE ARRAY[(k - 1) * $DAG_WIDTH + i + 1, (k - 1) * $DAG_WIDTH + (i + 1) % $DAG_WIDTH + 1]::bigint[] END
+      FROM generate_series(0, $depth - 1) k, generate_series(0, $DAG_WIDTH - 1) i
+     ORDER BY 1" | timing_s)
+sql -c "SELECT setval('baseline_jobs_id_seq', $steps)" >/dev/null
+log "  baseline: the same graph inserted in ${base_dag_build}s"
+fill wf indep "$steps"; fill base indep "$steps"
+
+timed() {  # SIDE SCRIPT QUEUE: one run from a settled state
+    settle; sql -c "CHECKPOINT"
+    claim_run "$1" "$2" "$ref8" "$3"
+}
+timed wf wf_claim1.sql indep; wfindep=$RATE
+[ "$DRY" = 1 ] && wfindep="$wfindep (ran dry)"
+log "  pg_wf, $steps independent jobs: $wfindep jobs/s"
+timed wf wf_claim1.sql bench; wfdag=$RATE
+[ "$DRY" = 1 ] && wfdag="$wfdag (graph finished)"
+log "  pg_wf, one $steps-step workflow: $wfdag jobs/s"
+timed base base_dag_claim1.sql bench; basedag=$RATE
+[ "$DRY" = 1 ] && basedag="$basedag (graph finished)"
+log "  baseline, NOT EXISTS claim on the same graph: $basedag jobs/s"
+timed base base_claim1.sql indep; baseindep=$RATE
+[ "$DRY" = 1 ] && baseindep="$baseindep (ran dry)"
+log "  baseline, $steps independent jobs: $baseindep jobs/s"
+log "  workflow / independent: pg_wf $(ratio "$wfdag" "$wfindep"), baseline (NOT EXISTS / SKIP LOCKED) $(ratio "$basedag" "$baseindep")"
+
+# Every step must run: the rest of the graph is drained with big claims,
+# and wf.workflows must then say `done`, with every step done.
+t0=$(date +%s.%N)
+done0=$(count_status wf bench done)
+drain="SELECT count(*) FROM (SELECT wf_complete_many('bench', array_agg(id), array_agg(attempt))
+                               FROM wf_claim('bench', max_jobs => 10000) HAVING count(*) > 0) s"
+left_q="SELECT blocked + pending + running + waiting FROM wf.workflows WHERE workflow_id = '$wid'"
+rounds=0 left=$steps
+while [ "$rounds" -lt $(( depth * 3 + 50 )) ]; do
+    rounds=$((rounds + 1))
+    got=$(sql -c "$drain" || echo 0)
+    [ "$got" != 0 ] && continue
+    # Nothing ready: finished, or a step a pgbench client held when it
+    # exited, which the reaper returns within a sweep.
+    left=$(sql -c "$left_q" || echo "?")
+    [ "$left" = 0 ] && break
+    sleep 0.2
+done
+drain_s=$(since "$t0")
+drained=$(( $(count_status wf bench done) - done0 ))
+IFS='|' read -r dag_status dag_steps dag_done dag_failed dag_cancelled <<<"$(sql -c "SELECT status, steps, done, failed, cancelled FROM wf.workflows WHERE workflow_id = '$wid'")"
+if [ "$dag_status" = done ] && [ "$dag_done" = "$steps" ] && [ "$dag_steps" = "$steps" ]; then
+    drain_note="drained: the other $drained steps in ${drain_s}s (wf_claim max_jobs 10,000 + wf_complete_many, $rounds rounds), wf.workflows says done, $dag_done/$steps steps done"
+    log "  $drain_note"
+else
+    drain_note="NOT DRAINED: wf.workflows says $dag_status, $dag_done of $dag_steps steps done, $dag_failed failed, $dag_cancelled cancelled, $left unfinished after $rounds rounds"
+    log "  warning: $drain_note"
+fi
+
+row "claim+complete from one ${dag_label}-step workflow, $ref8 clients" "$wfdag" "$basedag" "jobs/s" \
+    "$depth stages x $DAG_WIDTH, each step after 2 of the stage before; baseline = the same graph as depends_on[] + NOT EXISTS claim; vs $dag_label independent jobs (next row): pg_wf $(ratio "$wfdag" "$wfindep"), baseline $(ratio "$basedag" "$baseindep"); $drain_note"
+row "  same run, $dag_label independent jobs, $ref8 clients" "$wfindep" "$baseindep" "jobs/s" \
+    "the reference for the row above: wf_claim vs plain SKIP LOCKED; pg_wf's workflow at $(ratio "$wfdag" "$wfindep") of it, the NOT EXISTS claim at $(ratio "$basedag" "$wfindep") of it"
+row "  build the ${dag_label}-step graph" "$wf_dag_build" "$base_dag_build" "s, lower is better" \
+    "pg_wf: one wf_submit call (its spec, built in SQL from generate_series beforehand in ${spec_s}s, not counted); baseline: one INSERT ... SELECT of rows with depends_on[]"
 
 fi
 
@@ -494,6 +571,7 @@ echo
 echo "pg_wf raw figures:"
 echo "  claim+complete, $ref8 clients, 1 job/call: ${WF1[$ref8]} jobs/s (baseline ${BASE1[$ref8]})"
 echo "  claim+complete, 8 clients, max_jobs 100: $wf100 jobs/s (baseline $base100)"
+want 5 && echo "  claim+complete from one ${dag_label}-step workflow (wf_submit in ${wf_dag_build}s), $ref8 clients: $wfdag jobs/s; ${dag_label} independent jobs: $wfindep; NOT EXISTS baseline: $basedag"
 echo "  commit-to-wake latency: p50 $(jget "$wake_wf" p50_ms) ms, p99 $(jget "$wake_wf" p99_ms) ms"
 echo "  SIGKILLed client's jobs claimable again after: $(jget "$kill_res" p50_ms) ms (median), $(jget "$kill_res" max_ms) ms (max)"
 echo "(table written to $results_dir/results.md)"

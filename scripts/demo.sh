@@ -2,7 +2,9 @@
 # The pg_wf demo, one command: installs what is missing, builds and installs
 # the extension, starts a throwaway PostgreSQL 15 cluster with pg_wf preloaded,
 # runs demo/pipeline.py (worker processes running a document pipeline through
-# the SQL API; one of them is killed midway) and stops the cluster again.
+# the SQL API; one of them is killed midway), then demo/workflow.py (one
+# workflow submitted with wf_submit, with a step that waits for an approval
+# signal) and stops the cluster again.
 # The cluster lives in .demo/ (ignored by git, replaced by the next run).
 # Usage: sudo scripts/demo.sh   (root installs packages and the extension)
 set -euo pipefail
@@ -123,6 +125,18 @@ say "the jobs the reaper recovered (wf.jobs)"
 "${psql[@]}" -c "SELECT id, step_name AS step, payload->>'doc' AS doc, attempt, status, worker,
                         last_error
                    FROM wf.jobs WHERE last_error LIKE 'worker lost%' ORDER BY id"
+
+# 4. A workflow in one call, parked on an approval until the driver signals it.
+say "run demo/workflow.py: one wf_submit (fetch -> summarize | translate -> approve -> publish), 2 workers"
+workflow_rc=0
+/usr/bin/python3 "$repo/demo/workflow.py" || workflow_rc=$?
+[ "$workflow_rc" -eq 130 ] && exit 130
+
+say "wf.workflows (part 1's documents are workflows too: their steps share a workflow_id)"
+"${psql[@]}" -c "SELECT coalesce(name, '(a document, wf_enqueue)') AS workflow, count(*) AS workflows,
+                        status, sum(steps) AS steps, sum(done) AS done, sum(waiting) AS waiting
+                   FROM wf.workflows GROUP BY 1, 3 ORDER BY 1"
 say "wf.queue_stats"
 "${psql[@]}" -c "SELECT * FROM wf.queue_stats"
-exit "$pipeline_rc"
+[ "$pipeline_rc" -ne 0 ] && exit "$pipeline_rc"
+exit "$workflow_rc"

@@ -96,7 +96,8 @@ SELECT j.id, j.queue, j.status, j.payload, j.result, j.attempt, j.max_attempts,
        j.priority, j.run_at, j.idempotency_key, j.workflow_id, j.step_name,
        j.depends_on, j.last_error, j.worker,
        CASE WHEN j.status = 'running' THEN c.lease_expires_at END AS lease_expires_at,
-       j.created_at, j.started_at, j.finished_at, j.owner_pid, j.cancel_requested,
+       j.created_at, j.started_at, j.finished_at,
+       CASE WHEN j.status = 'running' THEN j.owner_pid END AS owner_pid, j.cancel_requested,
        w.event AS waiting_for, j.events
   FROM wf.job j
   LEFT JOIN wf.claim c ON c.queue = j.queue AND c.id = j.id AND c.attempt = j.attempt
@@ -134,6 +135,20 @@ SELECT name, cron, queue, payload, next_run_at AS next_run, last_run_at AS last_
        last_job_id, created_at, updated_at
   FROM wf.schedule;
 
+-- No JIT for any statement of these functions. With enable_seqscan off, a
+-- plan that still has a sequential scan (a tiny table without a useful
+-- index) costs over 1e10, far above jit_above_cost, and would be compiled
+-- on every call: hundreds of milliseconds for a millisecond's work.
+ALTER FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[]) SET jit = off;
+ALTER FUNCTION wf_enqueue_batch(text, jsonb) SET jit = off;
+ALTER FUNCTION wf_heartbeat(text, bigint, int, interval) SET jit = off;
+ALTER FUNCTION wf_complete(text, bigint, int, jsonb) SET jit = off;
+ALTER FUNCTION wf_complete_many(text, bigint[], int[], jsonb[]) SET jit = off;
+ALTER FUNCTION wf_fail(text, bigint, int, text, interval, boolean) SET jit = off;
+ALTER FUNCTION wf_retry(text, bigint) SET jit = off;
+ALTER FUNCTION wf_cancel(text, bigint) SET jit = off;
+ALTER FUNCTION wf_sweep() SET jit = off;
+
 -- wf_claim and wf_complete_and_claim return two more columns: the step
 -- checkpoints the job already has, and the events delivered to it. Both are
 -- NULL on a job's first claim.
@@ -144,7 +159,7 @@ RETURNS TABLE (id bigint, attempt int, queue text, payload jsonb, workflow_id uu
                step_name text, priority int, max_attempts int, idempotency_key text,
                inputs jsonb, lease_expires_at timestamptz, checkpoints jsonb, events jsonb)
 AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1
-SET enable_seqscan = off;
+SET enable_seqscan = off SET jit = off;
 
 DROP FUNCTION wf_complete_and_claim(text, bigint, int, jsonb, text, int, interval);
 CREATE FUNCTION wf_complete_and_claim(queue text, id bigint, attempt int, result jsonb DEFAULT NULL,
@@ -155,36 +170,36 @@ RETURNS TABLE (completed boolean, id bigint, attempt int, queue text, payload js
                idempotency_key text, inputs jsonb, lease_expires_at timestamptz,
                checkpoints jsonb, events jsonb)
 AS 'MODULE_PATHNAME', 'wf_complete_and_claim' LANGUAGE C VOLATILE ROWS 1
-SET enable_seqscan = off;
+SET enable_seqscan = off SET jit = off;
 
 -- A whole workflow in one call and one statement; returns its workflow_id.
 CREATE FUNCTION wf_submit(spec jsonb)
 RETURNS uuid AS 'MODULE_PATHNAME', 'wf_submit' LANGUAGE C VOLATILE
-SET enable_seqscan = off;
+SET enable_seqscan = off SET jit = off;
 
 -- Every step of a workflow: status, attempts, timings, error, result.
 CREATE FUNCTION wf_workflow(workflow_id uuid)
 RETURNS jsonb AS 'MODULE_PATHNAME', 'wf_workflow' LANGUAGE C VOLATILE
-SET enable_seqscan = off;
+SET enable_seqscan = off SET jit = off;
 
 -- Cancels the steps that have not finished; returns how many it cancelled
 -- or flagged (a running step learns it from its next heartbeat).
 CREATE FUNCTION wf_cancel_workflow(workflow_id uuid)
 RETURNS int AS 'MODULE_PATHNAME', 'wf_cancel_workflow' LANGUAGE C VOLATILE
-SET enable_seqscan = off;
+SET enable_seqscan = off SET jit = off;
 
 -- 'recorded', 'already_recorded' (the first output is kept), or NULL for a
 -- stale (queue, id, attempt).
 CREATE FUNCTION wf_checkpoint(queue text, id bigint, attempt int, step text, output jsonb DEFAULT NULL)
 RETURNS text AS 'MODULE_PATHNAME', 'wf_checkpoint' LANGUAGE C VOLATILE
-SET enable_seqscan = off;
+SET enable_seqscan = off SET jit = off;
 
 -- Back to pending until now() + delay, without spending an attempt.
 -- Returns the new status ('pending', or 'cancelled' when a cancel was
 -- requested), or NULL for a stale token.
 CREATE FUNCTION wf_snooze(queue text, id bigint, attempt int, delay interval)
 RETURNS text AS 'MODULE_PATHNAME', 'wf_snooze' LANGUAGE C VOLATILE
-SET enable_seqscan = off;
+SET enable_seqscan = off SET jit = off;
 
 -- Parks a running job until `event` is signalled or `timeout` passes.
 -- Returns 'waiting', 'pending' (already signalled: ready again at once),
@@ -192,16 +207,18 @@ SET enable_seqscan = off;
 CREATE FUNCTION wf_await_event(queue text, id bigint, attempt int, event text,
                                timeout interval DEFAULT NULL)
 RETURNS text AS 'MODULE_PATHNAME', 'wf_await_event' LANGUAGE C VOLATILE
-SET enable_seqscan = off;
+SET enable_seqscan = off SET jit = off;
 
 -- Signals an event (kept for later awaits); returns the jobs made ready.
 CREATE FUNCTION wf_signal(event text, payload jsonb DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'wf_signal' LANGUAGE C VOLATILE
-SET enable_seqscan = off;
+SET enable_seqscan = off SET jit = off;
 
 -- Creates or replaces a cron schedule; returns its next run.
 CREATE FUNCTION wf_schedule(name text, cron text, queue text, payload jsonb DEFAULT '{}')
-RETURNS timestamptz AS 'MODULE_PATHNAME', 'wf_schedule' LANGUAGE C VOLATILE;
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'wf_schedule' LANGUAGE C VOLATILE
+SET jit = off;
 
 CREATE FUNCTION wf_unschedule(name text)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_unschedule' LANGUAGE C VOLATILE;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_unschedule' LANGUAGE C VOLATILE
+SET jit = off;

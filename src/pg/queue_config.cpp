@@ -72,7 +72,7 @@ WF_SQL_FUNCTION(wf_after_create) {
                              "run the background worker and wake waiting claimers at once.")));
         });
     } else {
-        wake_launcher();
+        wake_launcher_at_commit();
     }
     PG_RETURN_VOID();
 }

@@ -70,6 +70,22 @@ Datum next_run(const core::CronSchedule& schedule, TimestampTz now, bool* never)
     return next ? TimestampTzGetDatum(from_unix_seconds(*next)) : 0;
 }
 
+// The latest fire time not after `now`, from `due` (a fire time not after
+// `now`) on: after downtime, the one tick that runs. Minute by minute at
+// worst; a schedule missed for longer than the walk fires for the tick the
+// walk reached.
+TimestampTz latest_tick(const core::CronSchedule& schedule, TimestampTz due, TimestampTz now) {
+    constexpr int kMaxWalk = 1000000;  // two years of a minute-by-minute schedule
+    int64 tick = to_unix_seconds(due);
+    int64 limit = to_unix_seconds(now);
+    for (int i = 0; i < kMaxWalk; i++) {
+        std::optional<int64> next = schedule.next_after(tick);
+        if (!next || *next > limit) break;
+        tick = *next;
+    }
+    return tick == to_unix_seconds(due) ? due : from_unix_seconds(tick);
+}
+
 }  // namespace
 
 int64 fire_due_schedules() {
@@ -92,8 +108,11 @@ int64 fire_due_schedules() {
         // It then stops (next_run NULL) rather than failing every pass.
         bool never = true;
         Datum next = 0;
+        TimestampTz tick = schedule.tick;
         try {
-            next = next_run(core::CronSchedule::parse(schedule.cron), now, &never);
+            core::CronSchedule cron = core::CronSchedule::parse(schedule.cron);
+            tick = latest_tick(cron, schedule.tick, now);
+            next = next_run(cron, now, &never);
         } catch (const core::Error& e) {
             call([&] {
                 ereport(WARNING,
@@ -102,13 +121,12 @@ int64 fire_due_schedules() {
                          errdetail("%s", e.what())));
             });
         }
-        std::string key =
-            "schedule:" + schedule.name + ":" + std::to_string(to_unix_seconds(schedule.tick));
+        std::string key = "schedule:" + schedule.name + ":" + std::to_string(to_unix_seconds(tick));
         Params<6> p;
         p.set(0, text_datum(schedule.name));
         p.set(1, text_datum(schedule.queue));
         p.set(2, schedule.payload);
-        p.set(3, TimestampTzGetDatum(schedule.tick));
+        p.set(3, TimestampTzGetDatum(tick));
         p.set(4, text_datum(key));
         if (never) p.set_null(5); else p.set(5, next);
         fire_tick.execute(p.values, p.nulls);

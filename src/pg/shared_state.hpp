@@ -49,6 +49,9 @@ void note_queue_ready(const char* queue, size_t length);
 // A claimer waiting on a queue registers itself, then sleeps on its latch.
 void begin_waiting(uint32 queue_hash);
 void end_waiting();
+// CREATE EXTENSION: the launcher is woken once the current transaction
+// commits (before, a worker it starts would not see the extension yet).
+void wake_launcher_at_commit();
 // Releases were left for the worker: it is woken once the current
 // transaction commits.
 void note_releases_deferred();

@@ -16,8 +16,14 @@ uint32 noted[kMaxNotedQueues];
 int noted_count = 0;
 bool noted_overflow = false;  // too many queues: wake every waiter of the database
 bool releases_deferred = false;
+bool launcher_wake_noted = false;
 
 void on_transaction_end(XactEvent event, void*) {
+    if (launcher_wake_noted && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+                                event == XACT_EVENT_PARALLEL_ABORT)) {
+        if (event == XACT_EVENT_COMMIT) wake_launcher();
+        launcher_wake_noted = false;
+    }
     if (releases_deferred && event != XACT_EVENT_PRE_COMMIT &&
         event != XACT_EVENT_PARALLEL_PRE_COMMIT && event != XACT_EVENT_PRE_PREPARE) {
         // Also after PREPARE: the worker then finds the debt once committed.
@@ -44,6 +50,8 @@ uint32 queue_hash(const char* queue, size_t length) {
 }
 
 void note_releases_deferred() { releases_deferred = true; }
+
+void wake_launcher_at_commit() { launcher_wake_noted = true; }
 
 void note_queue_ready(const char* queue, size_t length) {
     if (!shared_memory_ready()) return;  // no waiters to wake: they poll

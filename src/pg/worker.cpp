@@ -16,6 +16,7 @@ extern "C" {
 #include "catalog/pg_database.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "storage/lmgr.h"
 #include "postmaster/interrupt.h"
 #include "tcop/tcopprot.h"
 #include "utils/varlena.h"
@@ -195,12 +196,31 @@ void releases_body(void* left) {
 }
 
 // One pass of the worker in a transaction of its own.
+// Every relation a pass may touch, locked up front without waiting. A pass
+// that waited for one of them while holding others could deadlock with a
+// DROP EXTENSION or a multi-table TRUNCATE, which lock them one by one in
+// their own order; instead the pass is skipped and runs again later.
+bool lock_relations_without_waiting() {
+    static const char* const relations[] = {
+        "job", "job_id_seq", "ready", "claim", "dependency", "queue_config",
+        // 1.1; absent under a 1.0 schema
+        "release_debt", "checkpoint", "workflow", "event", "event_wait", "schedule"};
+    Oid schema = get_namespace_oid("wf", true);
+    if (!OidIsValid(schema)) return false;
+    for (const char* name : relations) {
+        Oid relation = get_relname_relid(name, schema);
+        if (OidIsValid(relation) && !ConditionalLockRelationOid(relation, RowExclusiveLock))
+            return false;
+    }
+    return true;
+}
+
 void run_pass(const char* activity, GuardedBody body, void* context) {
     SetCurrentStatementStartTimestamp();
     StartTransactionCommand();
     PushActiveSnapshot(GetTransactionSnapshot());
     pgstat_report_activity(STATE_RUNNING, activity);
-    run_guarded(body, context);
+    if (lock_relations_without_waiting()) run_guarded(body, context);
     PopActiveSnapshot();
     CommitTransactionCommand();
     pgstat_report_activity(STATE_IDLE, nullptr);
@@ -264,6 +284,9 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
     pgstat_report_appname("pg_wf reaper");
     // As for the SQL functions (see the install script): index plans only.
     SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
+    // And no JIT: a plan that keeps a disabled sequential scan costs over
+    // 1e10 and would be compiled on every pass.
+    SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
     register_database_worker(database);
     before_shmem_exit(on_worker_exit, 0);
 
@@ -331,7 +354,7 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
         PushActiveSnapshot(GetTransactionSnapshot());
         pgstat_report_activity(STATE_RUNNING, "pg_wf sweep");
         int64 recovered = 0;
-        run_guarded(sweep_body, &recovered);
+        if (lock_relations_without_waiting()) run_guarded(sweep_body, &recovered);
         PopActiveSnapshot();
         CommitTransactionCommand();
         pgstat_report_activity(STATE_IDLE, nullptr);
