@@ -472,7 +472,7 @@ wake_base=$($PY "$bench_src/latency.py" --dsn "$dsn" --mode base --jobs "$WAKE_J
 log "  pg_wf $wake_wf"
 log "  baseline $wake_base"
 row "commit-to-wake latency p50" "$(jget "$wake_wf" p50_ms)" "$(jget "$wake_base" p50_ms)" "ms, lower is better" \
-    "pg_wf: wf_claim(wait => '5s'); baseline: LISTEN/NOTIFY then SKIP LOCKED claim; from the start of the enqueuer's COMMIT (itself p50 $(jget "$wake_wf" commit_p50_ms) / $(jget "$wake_base" commit_p50_ms) ms) to the claim's return"
+    "pg_wf: wf_claim(wait => '5s'); baseline: LISTEN/NOTIFY then SKIP LOCKED claim; from the enqueuer's COMMIT returning to the claim's return, each claim in a transaction committed after (its own fsync not counted); from the start of the COMMIT instead: p50 $(jget "$wake_wf" p50_incl_commit_ms) / $(jget "$wake_base" p50_incl_commit_ms) ms"
 row "commit-to-wake latency p99" "$(jget "$wake_wf" p99_ms)" "$(jget "$wake_base" p99_ms)" "ms, lower is better" \
     "max: pg_wf $(jget "$wake_wf" max_ms), baseline $(jget "$wake_base" max_ms) ms; claims that timed out: $(jget "$wake_wf" timeouts) / $(jget "$wake_base" timeouts)"
 
