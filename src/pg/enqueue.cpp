@@ -3,6 +3,7 @@
 #include "../core/validation.hpp"
 #include "args.hpp"
 #include "jobs.hpp"
+#include "queue_settings.hpp"
 #include "shared_state.hpp"
 
 namespace wf::pg {
@@ -24,20 +25,33 @@ PreparedStatement flag_dependencies(
     {INT8ARRAYOID});
 
 // A pending job also gets its row in the ready set, in the same statement.
+// $6 is the job's max_attempts (its own, else the queue's). Without an
+// idempotency key the inserts are plain: ON CONFLICT would make each a
+// speculative insertion, with an index check and a WAL record more.
+#define WF_INSERT_JOB_SQL(ON_KEY_CONFLICT, ON_READY_CONFLICT) \
+    "WITH job AS (" \
+    " INSERT INTO wf.job (queue, status, payload, run_at, priority, max_attempts," \
+    "                    attempt_budget, idempotency_key, workflow_id, step_name," \
+    "                    depends_on, pending_deps, last_error, cancelled_by, finished_at)" \
+    " VALUES ($1, $2, $3, coalesce($4, now()), $5, $6, $6, $7, $8, $9, $10, $11, $12, $13," \
+    "         CASE WHEN $2 = 'cancelled' THEN now() END)" \
+    ON_KEY_CONFLICT \
+    " RETURNING queue, priority, run_at, id, status)," \
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)" \
+    "           SELECT queue, priority, run_at, id FROM job WHERE status = 'pending'" \
+    ON_READY_CONFLICT ")" \
+    " SELECT id FROM job"
+
 PreparedStatement insert_job(
-    "WITH job AS ("
-    " INSERT INTO wf.job (queue, status, payload, run_at, priority, max_attempts,"
-    "                    attempt_budget, idempotency_key, workflow_id, step_name,"
-    "                    depends_on, pending_deps, last_error, cancelled_by, finished_at)"
-    " SELECT $1, $2, $3, coalesce($4, now()), $5, m, m, $7, $8, $9, $10, $11, $12, $13,"
-    "        CASE WHEN $2 = 'cancelled' THEN now() END"
-    "   FROM (SELECT coalesce($6, (SELECT c.max_attempts FROM wf.queue_config c"
-    "                               WHERE c.queue = $1), 5) AS m) AS budget"
-    " ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
-    " RETURNING queue, priority, run_at, id, status),"
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM job WHERE status = 'pending' ON CONFLICT DO NOTHING)"
-    " SELECT id FROM job",
+    WF_INSERT_JOB_SQL(" ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
+                      " DO NOTHING",
+                      " ON CONFLICT DO NOTHING"),
+    {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID,
+     INT8ARRAYOID, INT4OID, TEXTOID, INT8OID});
+
+// A new id cannot conflict in the ready set either.
+PreparedStatement insert_job_without_key(
+    WF_INSERT_JOB_SQL("", ""),
     {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID,
      INT8ARRAYOID, INT4OID, TEXTOID, INT8OID});
 
@@ -53,16 +67,14 @@ PreparedStatement insert_edges(
 PreparedStatement insert_batch(
     "WITH job AS ("
     " INSERT INTO wf.job (queue, status, payload, max_attempts, attempt_budget)"
-    " SELECT $1, 'pending', e.value, m, m"
-    "   FROM jsonb_array_elements($2) WITH ORDINALITY AS e(value, n),"
-    "        (SELECT coalesce((SELECT c.max_attempts FROM wf.queue_config c"
-    "                          WHERE c.queue = $1), 5) AS m) AS budget"
+    " SELECT $1, 'pending', e.value, $3, $3"
+    "   FROM jsonb_array_elements($2) WITH ORDINALITY AS e(value, n)"
     "  ORDER BY e.n"
     " RETURNING queue, priority, run_at, id),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM job ON CONFLICT DO NOTHING)"
+    "           SELECT queue, priority, run_at, id FROM job)"
     " SELECT id FROM job",
-    {TEXTOID, JSONBOID});
+    {TEXTOID, JSONBOID, INT4OID});
 
 // The dependency ids of a wf_enqueue call, without NULLs or duplicates.
 std::vector<int64> read_dependencies(FunctionCallInfo fcinfo, int n) {
@@ -158,7 +170,8 @@ WF_SQL_FUNCTION(wf_enqueue) {
     p.set(2, payload);
     if (PG_ARGISNULL(2)) p.set_null(3); else p.set(3, PG_GETARG_DATUM(2));
     p.set(4, Int32GetDatum(priority));
-    if (PG_ARGISNULL(4)) p.set_null(5); else p.set(5, PG_GETARG_DATUM(4));
+    p.set(5, PG_ARGISNULL(4) ? Int32GetDatum(queue_settings(PG_GETARG_DATUM(0)).max_attempts)
+                             : PG_GETARG_DATUM(4));
     if (PG_ARGISNULL(5)) p.set_null(6); else p.set(6, PG_GETARG_DATUM(5));
     if (PG_ARGISNULL(6)) p.set_null(7); else p.set(7, PG_GETARG_DATUM(6));
     if (PG_ARGISNULL(7)) p.set_null(8); else p.set(8, PG_GETARG_DATUM(7));
@@ -171,7 +184,8 @@ WF_SQL_FUNCTION(wf_enqueue) {
     if (deps.failed) p.set(12, Int64GetDatum(deps.failed)); else p.set_null(12);
 
     int64 id = 0;
-    if (insert_job.execute(p.values, p.nulls) == 1) {
+    PreparedStatement& insert = PG_ARGISNULL(5) ? insert_job_without_key : insert_job;
+    if (insert.execute(p.values, p.nulls) == 1) {
         id = column_int64(0, 1);
         if (!deps.not_done.empty()) {
             Params<3> e;
@@ -237,9 +251,10 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
 
     SpiConnection spi;
-    Params<2> p;
+    Params<3> p;
     p.set(0, PG_GETARG_DATUM(0));
     p.set(1, PointerGetDatum(payloads));
+    p.set(2, Int32GetDatum(queue_settings(PG_GETARG_DATUM(0)).max_attempts));
     uint64 rows = insert_batch.execute(p.values, p.nulls);
     std::vector<int64> ids;
     ids.reserve(rows);

@@ -13,7 +13,8 @@ namespace wf::pg {
 namespace {
 
 PreparedStatement read_queue_config(
-    "SELECT lease, max_running IS NOT NULL, paused FROM wf.queue_config WHERE queue = $1",
+    "SELECT lease, max_running IS NOT NULL, paused, max_attempts FROM wf.queue_config"
+    " WHERE queue = $1",
     {TEXTOID});
 
 std::unordered_map<std::string, QueueSettings> cache;
@@ -61,6 +62,7 @@ QueueSettings queue_settings(Datum queue) {
         }
         settings.has_max_running = column_bool(0, 2);
         settings.paused = column_bool(0, 3);
+        settings.max_attempts = column_int32(0, 4);
     }
     // Only a cache that an invalidation can reach is kept, and a bounded one
     // (a backend may see many queue names).

@@ -1,6 +1,6 @@
-// Per-queue settings as a claim needs them, cached per backend. A claim is
-// the hottest path: reading wf.queue_config there on every call cost a
-// statement per job. wf_configure_queue sends a relcache invalidation for
+// Per-queue settings as claims and enqueues need them, cached per backend.
+// They are the hottest paths: reading wf.queue_config there on every call
+// cost a statement (or a subquery) per job. wf_configure_queue sends a relcache invalidation for
 // wf.queue_config at commit, which empties every backend's cache before its
 // next transaction reads it. (Settings changed by a direct UPDATE of the
 // table are seen after the next invalidation: use wf_configure_queue.)
@@ -15,6 +15,7 @@ struct QueueSettings {
     bool has_max_running = false;  // the claim then locks and re-reads the row
     bool has_lease = false;
     Interval lease{};
+    int32 max_attempts = 5;  // of a job enqueued without its own
 };
 
 // Reads through the cache; must run inside an open SpiConnection.
