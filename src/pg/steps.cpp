@@ -123,6 +123,21 @@ void event_name_arg(FunctionCallInfo fcinfo, int n) {
     core::validate_label(text_arg(fcinfo, n, "event"), "event");
 }
 
+// Parks the running job (queue, id, attempt = arguments 0..2) as pending
+// until `run_at`; with `event` (not 0), that event is delivered, signalled
+// with `payload` (0: JSON null). Claimers waiting on the queue are woken, to
+// take it or to recompute when the next job is due.
+void park_as_pending(FunctionCallInfo fcinfo, std::string_view queue, Datum run_at, Datum event,
+                     Datum payload) {
+    Params<6> p;
+    for (int i = 0; i < 3; i++) p.set(i, PG_GETARG_DATUM(i));
+    p.set(3, run_at);
+    if (event) p.set(4, event); else p.set_null(4);
+    if (payload) p.set(5, payload); else p.set_null(5);
+    park_pending.execute(p.values, p.nulls);
+    note_queue_ready(queue.data(), queue.size());
+}
+
 // A running job whose cancellation was requested cannot park: it ends
 // cancelled, as its wf_complete would.
 const char* finish_cancelled(FunctionCallInfo fcinfo) {
@@ -172,7 +187,7 @@ WF_SQL_FUNCTION(wf_snooze) {
     Interval* delay = interval_arg(fcinfo, 3, "delay", true);
 
     SpiConnection spi;
-    Params<6> p;
+    Params<3> p;
     for (int i = 0; i < 3; i++) p.set(i, PG_GETARG_DATUM(i));
     if (lock_running.execute(p.values, p.nulls) != 1) {
         spi.finish();
@@ -186,12 +201,7 @@ WF_SQL_FUNCTION(wf_snooze) {
             return DirectFunctionCall2(timestamptz_pl_interval, clock_now(),
                                        IntervalPGetDatum(delay));
         });
-        p.set(3, until);
-        p.set_null(4);
-        p.set_null(5);
-        park_pending.execute(p.values, p.nulls);
-        // A claimer waiting on the queue recomputes when the next job is due.
-        note_queue_ready(queue.data(), queue.size());
+        park_as_pending(fcinfo, queue, until, 0, 0);
         status = "pending";
     }
     spi.finish();
@@ -224,13 +234,7 @@ WF_SQL_FUNCTION(wf_await_event) {
         read_event.execute(e.values, e.nulls);
         if (column_bool(0, 1)) {
             // Signalled before: delivered now, the job is ready at once.
-            Params<6> q;
-            for (int i = 0; i < 3; i++) q.set(i, PG_GETARG_DATUM(i));
-            q.set(3, clock_now());
-            q.set(4, PG_GETARG_DATUM(3));
-            if (column_is_null(0, 2)) q.set_null(5); else q.set(5, column(0, 2));
-            park_pending.execute(q.values, q.nulls);
-            note_queue_ready(queue.data(), queue.size());
+            park_as_pending(fcinfo, queue, clock_now(), PG_GETARG_DATUM(3), column(0, 2));
             status = "pending";
         } else {
             p.set(3, PG_GETARG_DATUM(3));
