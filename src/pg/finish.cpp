@@ -204,8 +204,8 @@ PreparedStatement lock_retry_dependencies(
 PreparedStatement retry_job(WF_RETRY_SQL(WF_FORGIVE_DEBTS("retried")), {TEXTOID, INT8OID});
 PreparedStatement retry_job_1_0(WF_RETRY_SQL(""), {TEXTOID, INT8OID});
 
-// The jobs a failed job cancelled come back with it, blocked on it again.
-#define WF_RESTORE_SQL(FORGIVE) \
+// The jobs a failed job ($1) cancelled, transitively.
+#define WF_CANCELLED_BY_SQL \
     "WITH RECURSIVE back(queue, id) AS (" \
     "    SELECT j.queue, j.id FROM wf.dependency d" \
     "      JOIN wf.job j ON j.queue = d.child_queue AND j.id = d.child_id" \
@@ -213,7 +213,21 @@ PreparedStatement retry_job_1_0(WF_RETRY_SQL(""), {TEXTOID, INT8OID});
     "  UNION" \
     "    SELECT j.queue, j.id FROM back JOIN wf.dependency d ON d.parent_id = back.id" \
     "      JOIN wf.job j ON j.queue = d.child_queue AND j.id = d.child_id" \
-    "     WHERE j.cancelled_by = $1 AND j.status = 'cancelled')," \
+    "     WHERE j.cancelled_by = $1 AND j.status = 'cancelled')"
+
+// Before they are recounted, their parents are locked (in id order), as
+// wf_retry locks its own job's: a parent completing meanwhile is then
+// either seen done or waits and finds the job blocked again, to release it.
+PreparedStatement lock_restored_parents(
+    WF_CANCELLED_BY_SQL
+    " SELECT p.id FROM back JOIN wf.job j ON j.queue = back.queue AND j.id = back.id"
+    "   JOIN wf.job p ON p.id = ANY (j.depends_on)"
+    " ORDER BY p.id FOR NO KEY UPDATE OF p",
+    {INT8OID});
+
+// The jobs a failed job cancelled come back with it, blocked on it again.
+#define WF_RESTORE_SQL(FORGIVE) \
+    WF_CANCELLED_BY_SQL "," \
     " restored AS (" \
     " UPDATE wf.job j" \
     "    SET status = 'blocked', finished_at = NULL, cancelled_by = NULL, last_error = NULL," \
@@ -232,7 +246,8 @@ PreparedStatement restore_descendants_1_0(WF_RESTORE_SQL(""), {INT8OID});
 // key is read first, unlocked: priority and run_at of a pending job do not
 // change while it stays pending.
 PreparedStatement read_ready_key(
-    "SELECT status = 'pending', priority, run_at FROM wf.job WHERE queue = $1 AND id = $2",
+    "SELECT status = 'pending', priority, run_at, status IN ('blocked', 'waiting')"
+    "  FROM wf.job WHERE queue = $1 AND id = $2",
     {TEXTOID, INT8OID});
 
 PreparedStatement leave_ready_set(
@@ -502,6 +517,7 @@ WF_SQL_FUNCTION(wf_retry) {
         if (column_text(0, 1) == "pending") note_queue_ready(queue.data(), queue.size());
         Params<1> r;
         r.set(0, Int64GetDatum(id));
+        lock_restored_parents.execute(r.values, r.nulls);
         (schema_1_1 ? restore_descendants : restore_descendants_1_0).execute(r.values, r.nulls);
     }
     spi.finish();
@@ -522,6 +538,10 @@ WF_SQL_FUNCTION(wf_cancel) {
         p.set(1, PG_GETARG_DATUM(1));
         if (read_ready_key.execute(p.values, p.nulls) != 1) break;  // no such job
         bool was_pending = column_bool(0, 1);
+        // Blocked or waiting now, it may be made pending meanwhile (a parent
+        // completes, a signal arrives): the cancel then finds nothing to do,
+        // and looks again.
+        bool may_turn_pending = column_bool(0, 4);
         bool left_ready_set = false;
         if (was_pending) {
             p.set(2, column(0, 2));
@@ -533,7 +553,7 @@ WF_SQL_FUNCTION(wf_cancel) {
         c.set(1, PG_GETARG_DATUM(1));
         c.set(2, BoolGetDatum(left_ready_set));
         cancelled = cancel_job.execute(c.values, c.nulls) == 1;
-        if (cancelled || !was_pending || left_ready_set) break;
+        if (cancelled || left_ready_set || (!was_pending && !may_turn_pending)) break;
     }
     // A running job is only flagged: its dependents go when it stops.
     if (cancelled && column_text(0, 1) == "cancelled") cancel_dependents({id}, "was cancelled");

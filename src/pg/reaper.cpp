@@ -99,12 +99,15 @@ PreparedStatement expire_jobs(
     {INT8OID, TIMESTAMPTZOID, INT4OID});
 
 // Once per walk over the jobs: what retention leaves behind elsewhere.
-// Checkpoints of jobs deleted; workflows whose steps are all gone; signals
+// Release debts and checkpoints of jobs deleted; workflows whose steps are all gone; signals
 // older than retention that nobody waits for (a later await of such an
 // event waits for a new signal); wait rows whose job no longer waits at
 // that attempt (it was cancelled).
 PreparedStatement expire_leftovers(
-    "WITH checkpoints AS ("
+    "WITH debts AS ("
+    "  DELETE FROM wf.release_debt r WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.queue = r.child_queue AND j.id = r.child_id)),"
+    " checkpoints AS ("
     "  DELETE FROM wf.checkpoint k WHERE k.recorded_at < $1"
     "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = k.queue AND j.id = k.job_id)),"
     " workflows AS ("

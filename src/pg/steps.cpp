@@ -230,8 +230,17 @@ WF_SQL_FUNCTION(wf_await_event) {
     } else {
         Params<1> e;
         e.set(0, PG_GETARG_DATUM(3));
-        ensure_event.execute(e.values, e.nulls);
-        read_event.execute(e.values, e.nulls);
+        // The row can vanish between the two statements (retention deletes
+        // old events nobody waits for): then it is created again.
+        bool found = false;
+        for (int tries = 0; tries < 10 && !found; tries++) {
+            ensure_event.execute(e.values, e.nulls);
+            found = read_event.execute(e.values, e.nulls) == 1;
+        }
+        if (!found)
+            throw core::Error("40001", "event \"" + std::string(text_arg(fcinfo, 3, "event")) +
+                                           "\" was deleted while awaiting it",
+                              {}, "Retry the call.");
         if (column_bool(0, 1)) {
             // Signalled before: delivered now, the job is ready at once.
             park_as_pending(fcinfo, queue, clock_now(), PG_GETARG_DATUM(3), column(0, 2));

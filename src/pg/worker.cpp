@@ -183,7 +183,11 @@ void timers_body(void*) {
 
 // Releases left by completions (see release_dependents). `left` is set when
 // some wait on children that another transaction still holds.
-PreparedStatement debts_left("SELECT EXISTS (SELECT 1 FROM wf.release_debt)", {});
+// (A debt whose child is gone is left for retention to remove.)
+PreparedStatement debts_left(
+    "SELECT EXISTS (SELECT 1 FROM wf.release_debt r"
+    "                 JOIN wf.job j ON j.queue = r.child_queue AND j.id = r.child_id)",
+    {});
 
 void releases_body(void* left) {
     *static_cast<bool*>(left) = false;

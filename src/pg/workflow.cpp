@@ -82,28 +82,32 @@ PreparedStatement describe_workflow(
     "  FROM wf.workflows w WHERE w.workflow_id = $1",
     {UUIDOID});
 
-// Cancelling a workflow, in rounds. First its pending steps leave the ready
-// set (claims take the ready row before the job: same order, no deadlock;
-// a step a claimer holds is skipped here and found running below).
-PreparedStatement unready_workflow(
-    "DELETE FROM wf.ready r USING wf.job j"
-    " WHERE j.workflow_id = $1 AND j.status = 'pending'"
-    "   AND r.queue = j.queue AND r.priority = j.priority AND r.run_at = j.run_at"
-    "   AND r.id = j.id"
-    " RETURNING r.id",
-    {UUIDOID});
+// Cancelling a workflow. Its pending steps' ready rows are taken as claims
+// take them (SKIP LOCKED: a row a claimer holds is left to it), so the
+// cancel never waits for a ready row while holding job rows -- the order
+// claims lock in is ready row, then job.
+#define WF_UNREADY_SQL(WHICH) \
+    "DELETE FROM wf.ready r" \
+    " WHERE r.ctid = ANY (ARRAY(" \
+    "   SELECT c.ctid FROM wf.job j" \
+    "     JOIN wf.ready c ON c.queue = j.queue AND c.priority = j.priority" \
+    "                    AND c.run_at = j.run_at AND c.id = j.id" \
+    "    WHERE j.workflow_id = $1 AND " WHICH \
+    "      FOR UPDATE OF c SKIP LOCKED))"
+
+PreparedStatement unready_workflow(WF_UNREADY_SQL("j.status = 'pending'"), {UUIDOID});
 
 // Then its unfinished steps are locked in (queue, id) order, as completions
-// lock the children they release, so the two never deadlock ...
+// lock the children they release. Locked, none of them changes status
+// until this transaction ends: one pass is enough.
 PreparedStatement lock_workflow(
     "SELECT 1 FROM wf.job WHERE workflow_id = $1"
     "   AND status IN ('blocked', 'pending', 'waiting', 'running')"
     " ORDER BY queue, id FOR NO KEY UPDATE",
     {UUIDOID});
 
-// ... and cancelled: a pending step only if this call took it out of the
-// ready set ($2), a running one only flagged. The claim and the running
-// step's worker find out at their next write or heartbeat.
+// ... and cancelled; a running one only flagged. A claimer that holds a
+// pending step's ready row finds the step cancelled and claims nothing.
 PreparedStatement cancel_steps(
     "UPDATE wf.job"
     "   SET status = CASE WHEN status = 'running' THEN 'running' ELSE 'cancelled' END,"
@@ -112,11 +116,16 @@ PreparedStatement cancel_steps(
     "       last_error = CASE WHEN status = 'running' THEN last_error"
     "                         ELSE 'workflow cancelled' END"
     " WHERE workflow_id = $1"
-    "   AND (status IN ('blocked', 'waiting')"
-    "        OR (status = 'running' AND NOT cancel_requested)"
-    "        OR (status = 'pending' AND id = ANY ($2)))"
+    "   AND (status IN ('blocked', 'waiting', 'pending')"
+    "        OR (status = 'running' AND NOT cancel_requested))"
     " RETURNING id, status = 'cancelled' AND has_dependents",
-    {UUIDOID, INT8ARRAYOID});
+    {UUIDOID});
+
+// Ready rows of steps that became pending between the first statement and
+// the lock (a parent completed): they go too, unless a claimer holds one.
+PreparedStatement unready_cancelled(
+    WF_UNREADY_SQL("j.status = 'cancelled' AND j.last_error = 'workflow cancelled'"),
+    {UUIDOID});
 
 // Of the steps just cancelled, those with a blocked dependent left: a job
 // outside the workflow that depends on them (the workflow's own steps are
@@ -126,11 +135,6 @@ PreparedStatement parents_of_outsiders(
     "  JOIN wf.job c ON c.queue = d.child_queue AND c.id = d.child_id"
     " WHERE d.parent_id = ANY ($1) AND c.status = 'blocked'",
     {INT8ARRAYOID});
-
-// Steps that became pending while this call ran (a parent completed just
-// before the lock): another round takes them.
-PreparedStatement count_pending(
-    "SELECT count(*) FROM wf.job WHERE workflow_id = $1 AND status = 'pending'", {UUIDOID});
 
 PreparedStatement mark_cancelled(
     "UPDATE wf.workflow SET cancelled_at = coalesce(cancelled_at, now()) WHERE id = $1",
@@ -265,27 +269,18 @@ WF_SQL_FUNCTION(wf_workflow) {
 WF_SQL_FUNCTION(wf_cancel_workflow) {
     Datum id = uuid_arg(fcinfo, 0, "workflow_id");
     SpiConnection spi;
-    Params<2> p;
+    Params<1> p;
     p.set(0, id);
     if (workflow_exists.execute(p.values, p.nulls) != 1) no_such_workflow(id);
     uint64 cancelled = 0;
     std::vector<int64> parents;
-    // Each round sees steps released since the last; a workflow's steps
-    // finish, so the rounds end. A bound keeps a pathological race finite:
-    // what is left is reported as still pending in wf.workflows.
-    for (int round = 0; round < 100; round++) {
-        uint64 unreadied = unready_workflow.execute(p.values, p.nulls);
-        std::vector<int64> taken;
-        for (uint64 r = 0; r < unreadied; r++) taken.push_back(column_int64(r, 1));
-        lock_workflow.execute(p.values, p.nulls);
-        p.set(1, int8_array(taken));
-        uint64 rows = cancel_steps.execute(p.values, p.nulls);
-        cancelled += rows;
-        for (uint64 r = 0; r < rows; r++)
-            if (column_bool(r, 2)) parents.push_back(column_int64(r, 1));
-        count_pending.execute(p.values, p.nulls);
-        if (column_int64(0, 1) == 0) break;
-    }
+    unready_workflow.execute(p.values, p.nulls);
+    lock_workflow.execute(p.values, p.nulls);
+    uint64 rows = cancel_steps.execute(p.values, p.nulls);
+    cancelled += rows;
+    for (uint64 r = 0; r < rows; r++)
+        if (column_bool(r, 2)) parents.push_back(column_int64(r, 1));
+    unready_cancelled.execute(p.values, p.nulls);
     if (!parents.empty()) {
         Params<1> o;
         o.set(0, int8_array(parents));
