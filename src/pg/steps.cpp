@@ -138,11 +138,26 @@ void park_as_pending(FunctionCallInfo fcinfo, std::string_view queue, Datum run_
     note_queue_ready(queue.data(), queue.size());
 }
 
-// A running job whose cancellation was requested cannot park: it ends
+// Parks the running attempt (queue, id, attempt = arguments 0..2), locked
+// first, with `park`, which returns the new status. A stale token gives
+// nullptr; a job whose cancellation was requested cannot park: it ends
 // cancelled, as its wf_complete would.
-const char* finish_cancelled(FunctionCallInfo fcinfo) {
-    complete_job(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), 0, true);
-    return "cancelled";
+template <typename Park>
+const char* park_running_job(FunctionCallInfo fcinfo, Park&& park) {
+    SpiConnection spi;
+    Params<3> p;
+    for (int i = 0; i < 3; i++) p.set(i, PG_GETARG_DATUM(i));
+    const char* status = nullptr;
+    if (lock_running.execute(p.values, p.nulls) == 1) {
+        if (column_bool(0, 1)) {
+            complete_job(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), 0, true);
+            status = "cancelled";
+        } else {
+            status = park();
+        }
+    }
+    spi.finish();
+    return status;
 }
 
 }  // namespace
@@ -179,6 +194,13 @@ WF_SQL_FUNCTION(wf_checkpoint) {
     PG_RETURN_DATUM(text_datum(recorded ? "recorded" : "already_recorded"));
 }
 
+// Returns the status text of a park, or NULL for a stale token (nullptr).
+static Datum status_result(FunctionCallInfo fcinfo, const char* status) {
+    if (status == nullptr) PG_RETURN_NULL();
+    // Made after SPI_finish, which frees what was allocated since SPI_connect.
+    return text_datum(status);
+}
+
 // wf_snooze(queue, id, attempt, delay) -> text: 'pending', 'cancelled', or
 // NULL for a stale token.
 WF_SQL_FUNCTION(wf_snooze) {
@@ -186,27 +208,15 @@ WF_SQL_FUNCTION(wf_snooze) {
     std::string_view queue = text_arg(fcinfo, 0, "queue");
     Interval* delay = interval_arg(fcinfo, 3, "delay", true);
 
-    SpiConnection spi;
-    Params<3> p;
-    for (int i = 0; i < 3; i++) p.set(i, PG_GETARG_DATUM(i));
-    if (lock_running.execute(p.values, p.nulls) != 1) {
-        spi.finish();
-        PG_RETURN_NULL();
-    }
-    const char* status;
-    if (column_bool(0, 1)) {
-        status = finish_cancelled(fcinfo);
-    } else {
+    const char* status = park_running_job(fcinfo, [&] {
         Datum until = call([&] {
             return DirectFunctionCall2(timestamptz_pl_interval, clock_now(),
                                        IntervalPGetDatum(delay));
         });
         park_as_pending(fcinfo, queue, until, 0, 0);
-        status = "pending";
-    }
-    spi.finish();
-    // Made after SPI_finish, which frees what was allocated since SPI_connect.
-    PG_RETURN_DATUM(text_datum(status));
+        return "pending";
+    });
+    return status_result(fcinfo, status);
 }
 
 // wf_await_event(queue, id, attempt, event, timeout) -> text: 'waiting',
@@ -214,20 +224,11 @@ WF_SQL_FUNCTION(wf_snooze) {
 WF_SQL_FUNCTION(wf_await_event) {
     fencing_token_args(fcinfo);
     std::string_view queue = text_arg(fcinfo, 0, "queue");
-    event_name_arg(fcinfo, 3);
+    std::string_view event = text_arg(fcinfo, 3, "event");
+    core::validate_label(event, "event");
     Interval* timeout = PG_ARGISNULL(4) ? nullptr : interval_arg(fcinfo, 4, "timeout", true);
 
-    SpiConnection spi;
-    Params<5> p;
-    for (int i = 0; i < 3; i++) p.set(i, PG_GETARG_DATUM(i));
-    if (lock_running.execute(p.values, p.nulls) != 1) {
-        spi.finish();
-        PG_RETURN_NULL();
-    }
-    const char* status;
-    if (column_bool(0, 1)) {
-        status = finish_cancelled(fcinfo);
-    } else {
+    const char* status = park_running_job(fcinfo, [&] {
         Params<1> e;
         e.set(0, PG_GETARG_DATUM(3));
         // The row can vanish between the two statements (retention deletes
@@ -238,25 +239,23 @@ WF_SQL_FUNCTION(wf_await_event) {
             found = read_event.execute(e.values, e.nulls) == 1;
         }
         if (!found)
-            throw core::Error("40001", "event \"" + std::string(text_arg(fcinfo, 3, "event")) +
-                                           "\" was deleted while awaiting it",
+            throw core::Error("40001",
+                              "event \"" + std::string(event) + "\" was deleted while awaiting it",
                               {}, "Retry the call.");
         if (column_bool(0, 1)) {
             // Signalled before: delivered now, the job is ready at once.
             park_as_pending(fcinfo, queue, clock_now(), PG_GETARG_DATUM(3), column(0, 2));
-            status = "pending";
-        } else {
-            p.set(3, PG_GETARG_DATUM(3));
-            if (timeout) p.set(4, IntervalPGetDatum(timeout)); else p.set_null(4);
-            park_waiting.execute(p.values, p.nulls);
-            // A max_running slot is free again.
-            note_queue_ready(queue.data(), queue.size());
-            status = "waiting";
+            return "pending";
         }
-    }
-    spi.finish();
-    // Made after SPI_finish, which frees what was allocated since SPI_connect.
-    PG_RETURN_DATUM(text_datum(status));
+        Params<5> w;
+        for (int i = 0; i < 4; i++) w.set(i, PG_GETARG_DATUM(i));
+        if (timeout) w.set(4, IntervalPGetDatum(timeout)); else w.set_null(4);
+        park_waiting.execute(w.values, w.nulls);
+        // A max_running slot is free again.
+        note_queue_ready(queue.data(), queue.size());
+        return "waiting";
+    });
+    return status_result(fcinfo, status);
 }
 
 // wf_signal(event, payload) -> int: the jobs made ready. The signal is kept
