@@ -172,11 +172,20 @@ void retention_body(void* context) {
 
 // Event timeouts and cron ticks: their own transaction, so that a bad
 // schedule cannot hold back the recovery of jobs.
-void timers_body(void*) {
-    // Not before ALTER EXTENSION pg_wf UPDATE has created their tables.
+// Event timeouts and cron ticks, each in a pass of its own: a schedule that
+// cannot fire (a hand-edited row) holds back neither the timeouts nor the
+// passes after it. Not before ALTER EXTENSION pg_wf UPDATE has created
+// their tables.
+void timeouts_body(void*) {
     if (!workflow_schema_installed()) return;
     SpiConnection spi;
     wake_timed_out_waits();
+    spi.finish();
+}
+
+void cron_body(void*) {
+    if (!workflow_schema_installed()) return;
+    SpiConnection spi;
     fire_due_schedules();
     spi.finish();
 }
@@ -219,14 +228,31 @@ bool lock_relations_without_waiting() {
     return true;
 }
 
+// An ERROR in it (a deadlock, a cancelled statement, a bad row) is logged
+// and its transaction rolled back, and the worker goes on with the next
+// pass, as autovacuum goes on with the next table. No C++ object lives in
+// this frame or between it and the body's guard.
 void run_pass(const char* activity, GuardedBody body, void* context) {
     SetCurrentStatementStartTimestamp();
     StartTransactionCommand();
-    PushActiveSnapshot(GetTransactionSnapshot());
-    pgstat_report_activity(STATE_RUNNING, activity);
-    if (lock_relations_without_waiting()) run_guarded(body, context);
-    PopActiveSnapshot();
-    CommitTransactionCommand();
+    PG_TRY();
+    {
+        PushActiveSnapshot(GetTransactionSnapshot());
+        pgstat_report_activity(STATE_RUNNING, activity);
+        if (lock_relations_without_waiting()) run_guarded(body, context);
+        PopActiveSnapshot();
+        CommitTransactionCommand();
+    }
+    PG_CATCH();
+    {
+        HOLD_INTERRUPTS();
+        EmitErrorReport();
+        AbortCurrentTransaction();
+        FlushErrorState();
+        MemoryContextSwitchTo(TopMemoryContext);
+        RESUME_INTERRUPTS();
+    }
+    PG_END_TRY();
     pgstat_report_activity(STATE_IDLE, nullptr);
 }
 
@@ -362,7 +388,8 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
         PopActiveSnapshot();
         CommitTransactionCommand();
         pgstat_report_activity(STATE_IDLE, nullptr);
-        run_pass("pg_wf timers", timers_body, nullptr);
+        run_pass("pg_wf timeouts", timeouts_body, nullptr);
+        run_pass("pg_wf cron", cron_body, nullptr);
         if (retention_seconds >= 0) {
             run_pass("pg_wf retention", retention_body, &retention);
             if (retention.deleted > 0)
