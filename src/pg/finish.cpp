@@ -55,23 +55,18 @@ PreparedStatement complete_many(
 // Children are locked in one order (queue, id) before they are updated:
 // two completions of parents that share children then queue up on the
 // first shared child instead of deadlocking.
-PreparedStatement lock_children(
-    "SELECT c.id FROM wf.job c"
-    " WHERE c.id = ANY (ARRAY(SELECT d.child_id FROM wf.dependency d"
-    "                         WHERE d.parent_id = ANY ($1)))"
-    "   AND c.status = 'blocked'"
-    " ORDER BY c.queue, c.id FOR NO KEY UPDATE",
-    {INT8ARRAYOID});
+#define WF_LOCK_CHILDREN_SQL(WAIT) \
+    "SELECT c.id FROM wf.job c" \
+    " WHERE c.id = ANY (ARRAY(SELECT d.child_id FROM wf.dependency d" \
+    "                         WHERE d.parent_id = ANY ($1)))" \
+    "   AND c.status = 'blocked'" \
+    " ORDER BY c.queue, c.id FOR NO KEY UPDATE" WAIT
+
+PreparedStatement lock_children(WF_LOCK_CHILDREN_SQL(""), {INT8ARRAYOID});
 
 // With the background worker running, a child another transaction holds
 // is skipped, and its release left to the worker (below).
-PreparedStatement lock_children_skipping(
-    "SELECT c.id FROM wf.job c"
-    " WHERE c.id = ANY (ARRAY(SELECT d.child_id FROM wf.dependency d"
-    "                         WHERE d.parent_id = ANY ($1)))"
-    "   AND c.status = 'blocked'"
-    " ORDER BY c.queue, c.id FOR NO KEY UPDATE SKIP LOCKED",
-    {INT8ARRAYOID});
+PreparedStatement lock_children_skipping(WF_LOCK_CHILDREN_SQL(" SKIP LOCKED"), {INT8ARRAYOID});
 
 // The edges to blocked children not locked by this transaction ($2: those
 // it locked) become debts for the worker.
@@ -83,24 +78,30 @@ PreparedStatement defer_releases(
     " ON CONFLICT DO NOTHING",
     {INT8ARRAYOID, INT8ARRAYOID});
 
-// Each child loses one unfinished dependency per finished parent; the last
-// one makes it ready. Concurrent parents serialise on the child row, and
-// the UPDATE re-reads it. $2, when not NULL, limits it to those children.
+// Each child in d(child_queue, child_id, n) loses n unfinished
+// dependencies; the last one makes it ready. Concurrent parents serialise
+// on the child row, and the UPDATE re-reads it. D_CTE defines d.
+#define WF_RELEASE_SQL(D_CTE, FILTER) \
+    "WITH " D_CTE ", released AS (" \
+    " UPDATE wf.job c" \
+    "   SET pending_deps = c.pending_deps - d.n," \
+    "       status = CASE WHEN c.pending_deps = d.n THEN 'pending' ELSE c.status END," \
+    "       run_at = CASE WHEN c.pending_deps = d.n THEN greatest(c.run_at, now())" \
+    "                     ELSE c.run_at END" \
+    "  FROM d WHERE c.queue = d.child_queue AND c.id = d.child_id AND c.status = 'blocked'" \
+    FILTER \
+    " RETURNING c.queue, c.priority, c.run_at, c.id, c.status)," \
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)" \
+    "           SELECT queue, priority, run_at, id FROM released WHERE status = 'pending'" \
+    "           ON CONFLICT DO NOTHING)" \
+    " SELECT queue, status FROM released"
+
+// One release per finished parent in $1; $2, when not NULL, limits it to
+// those children (the ones this transaction locked).
 PreparedStatement release_children(
-    "WITH released AS ("
-    " UPDATE wf.job c"
-    "   SET pending_deps = c.pending_deps - d.n,"
-    "       status = CASE WHEN c.pending_deps = d.n THEN 'pending' ELSE c.status END,"
-    "       run_at = CASE WHEN c.pending_deps = d.n THEN greatest(c.run_at, now())"
-    "                     ELSE c.run_at END"
-    "  FROM (SELECT child_queue, child_id, count(*) AS n FROM wf.dependency"
-    "         WHERE parent_id = ANY ($1) GROUP BY 1, 2) AS d"
-    " WHERE c.queue = d.child_queue AND c.id = d.child_id"
-    "   AND c.status = 'blocked' AND ($2::bigint[] IS NULL OR c.id = ANY ($2))"
-    " RETURNING c.queue, c.priority, c.run_at, c.id, c.status),"
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM released WHERE status = 'pending' ON CONFLICT DO NOTHING)"
-    " SELECT queue, status FROM released",
+    WF_RELEASE_SQL("d AS (SELECT child_queue, child_id, count(*) AS n FROM wf.dependency"
+                   "       WHERE parent_id = ANY ($1) GROUP BY 1, 2)",
+                   " AND ($2::bigint[] IS NULL OR c.id = ANY ($2))"),
     {INT8ARRAYOID, INT8ARRAYOID});
 
 // The worker's side: children with debts that nobody else holds, locked in
@@ -113,23 +114,11 @@ PreparedStatement lock_indebted_children(
     {});
 
 PreparedStatement settle_debts(
-    "WITH paid AS (DELETE FROM wf.release_debt r WHERE r.child_id = ANY ($1)"
-    "              RETURNING r.child_queue, r.child_id),"
-    " d AS (SELECT child_queue, child_id, count(*) AS n FROM paid GROUP BY 1, 2),"
-    " released AS ("
-    " UPDATE wf.job c"
-    "   SET pending_deps = c.pending_deps - d.n,"
-    "       status = CASE WHEN c.pending_deps = d.n THEN 'pending' ELSE c.status END,"
-    "       run_at = CASE WHEN c.pending_deps = d.n THEN greatest(c.run_at, now())"
-    "                     ELSE c.run_at END"
-    "  FROM d WHERE c.queue = d.child_queue AND c.id = d.child_id AND c.status = 'blocked'"
-    " RETURNING c.queue, c.priority, c.run_at, c.id, c.status),"
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM released WHERE status = 'pending' ON CONFLICT DO NOTHING)"
-    " SELECT queue, status FROM released",
+    WF_RELEASE_SQL("paid AS (DELETE FROM wf.release_debt r WHERE r.child_id = ANY ($1)"
+                   "          RETURNING r.child_queue, r.child_id),"
+                   " d AS (SELECT child_queue, child_id, count(*) AS n FROM paid GROUP BY 1, 2)",
+                   ""),
     {INT8ARRAYOID});
-
-
 
 PreparedStatement cancel_descendants(
     "WITH RECURSIVE below(queue, id) AS ("

@@ -119,8 +119,10 @@ int64 note_woken(uint64 rows) {
     return jobs;
 }
 
-void event_name_arg(FunctionCallInfo fcinfo, int n) {
-    core::validate_label(text_arg(fcinfo, n, "event"), "event");
+std::string_view event_name_arg(FunctionCallInfo fcinfo, int n) {
+    std::string_view event = text_arg(fcinfo, n, "event");
+    core::validate_label(event, "event");
+    return event;
 }
 
 // Parks the running job (queue, id, attempt = arguments 0..2) as pending
@@ -224,8 +226,7 @@ WF_SQL_FUNCTION(wf_snooze) {
 WF_SQL_FUNCTION(wf_await_event) {
     fencing_token_args(fcinfo);
     std::string_view queue = text_arg(fcinfo, 0, "queue");
-    std::string_view event = text_arg(fcinfo, 3, "event");
-    core::validate_label(event, "event");
+    std::string_view event = event_name_arg(fcinfo, 3);
     Interval* timeout = PG_ARGISNULL(4) ? nullptr : interval_arg(fcinfo, 4, "timeout", true);
 
     const char* status = park_running_job(fcinfo, [&] {

@@ -18,27 +18,27 @@ bool noted_overflow = false;  // too many queues: wake every waiter of the datab
 bool releases_deferred = false;
 bool launcher_wake_noted = false;
 
+// After commit: wakes the claimers of the noted queues, the worker for the
+// deferred releases, the launcher after CREATE EXTENSION. Whatever the end,
+// the notes are forgotten: a prepared transaction's too, so COMMIT PREPARED
+// wakes nobody (waiting claimers find its jobs at their next timeout, the
+// worker its debts at its next pass).
 void on_transaction_end(XactEvent event, void*) {
-    if (launcher_wake_noted && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-                                event == XACT_EVENT_PARALLEL_ABORT)) {
-        if (event == XACT_EVENT_COMMIT) wake_launcher();
-        launcher_wake_noted = false;
+    bool noted_any = noted_count > 0 || noted_overflow || releases_deferred || launcher_wake_noted;
+    if (!noted_any) return;
+    bool committed = event == XACT_EVENT_COMMIT;
+    if (!committed && event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT &&
+        event != XACT_EVENT_PREPARE)
+        return;
+    if (committed) {
+        if (noted_count > 0 || noted_overflow) wake_waiters(noted, noted_count, noted_overflow);
+        if (releases_deferred) wake_database_worker_for_releases(MyDatabaseId);
+        if (launcher_wake_noted) wake_launcher();
     }
-    if (releases_deferred && event != XACT_EVENT_PRE_COMMIT &&
-        event != XACT_EVENT_PARALLEL_PRE_COMMIT && event != XACT_EVENT_PRE_PREPARE) {
-        // Also after PREPARE: the worker then finds the debt once committed.
-        if (event == XACT_EVENT_COMMIT) wake_database_worker_for_releases(MyDatabaseId);
-        releases_deferred = false;
-    }
-    if (noted_count == 0 && !noted_overflow) return;
-    if (event == XACT_EVENT_COMMIT) wake_waiters(noted, noted_count, noted_overflow);
-    // A prepared transaction forgets them: COMMIT PREPARED wakes nobody,
-    // and waiting claimers find its jobs at their next timeout.
-    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-        event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE) {
-        noted_count = 0;
-        noted_overflow = false;
-    }
+    noted_count = 0;
+    noted_overflow = false;
+    releases_deferred = false;
+    launcher_wake_noted = false;
 }
 
 }  // namespace
