@@ -58,4 +58,10 @@ tapcheck:
 bench:
 	scripts/bench.sh
 
-.PHONY: bench
+# pg_wf next to graphile-worker and pg-boss, installed from npm into the
+# ignored bench/peers/node_modules (scripts/bench-peers.sh): drain rate and
+# wake latency on the same cluster. `make bench-peers BENCH_QUICK=1`: 2 minutes.
+bench-peers:
+	scripts/bench-peers.sh
+
+.PHONY: bench bench-peers
