@@ -364,9 +364,12 @@ async function table ({ workers, batch }) {
   for await (const chunk of process.stdin) text += chunk
   const rows = text.split('\n').filter(Boolean).map(l => JSON.parse(l))
   const versions = rows.find(r => r['pg-boss']) || {}
-  const best = {}; const wakeOf = {}
+  const best = {}; const rounds = {}; const wakeOf = {}
   for (const r of rows) {
-    if (r.per_s !== undefined && !(best[r.system]?.per_s >= r.per_s)) best[r.system] = r
+    if (r.per_s !== undefined) {
+      if (!(best[r.system]?.per_s >= r.per_s)) best[r.system] = r
+      ;(rounds[r.system] = rounds[r.system] || []).push(r.per_s)
+    }
     if (r.p50_ms !== undefined) wakeOf[r.system] = r
   }
   const how = {
@@ -379,13 +382,14 @@ async function table ({ workers, batch }) {
   }
   const ref = best.pg_wf?.per_s
   const num = v => v === undefined ? 'n/a' : v >= 100 ? Math.round(v).toLocaleString('en-US') : v >= 10 ? v.toFixed(1) : v.toFixed(2)
-  const header = ['system', 'drain (jobs/s)', 'ratio to pg_wf', 'wake p50 (ms)', 'wake p99 (ms)', 'drained with', 'woken by']
+  const header = ['system', 'drain (jobs/s)', 'ratio to pg_wf', 'each round', 'wake p50 (ms)', 'wake p99 (ms)',
+    'drained with', 'woken by']
   const out = Object.keys(how).map(name => {
     const d = best[name]; const w = wakeOf[name]
     const version = name === 'graphile-worker' || name === 'pg-boss' ? ` ${versions[name]}` : ''
     const dup = (d?.duplicates || 0) + (w?.duplicates || 0)
     return [name + version, num(d?.per_s), d && ref ? `${(d.per_s / ref).toFixed(2)}x` : 'n/a',
-      num(w?.p50_ms), num(w?.p99_ms), how[name][0] + (dup ? `; ${dup} jobs ran twice` : ''), how[name][1]]
+      (rounds[name] || []).map(num).join(' / '), num(w?.p50_ms), num(w?.p99_ms), how[name][0] + (dup ? `; ${dup} jobs ran twice` : ''), how[name][1]]
   })
   const widths = header.map((h, i) => Math.max(h.length, ...out.map(r => r[i].length)))
   const line = cells => '| ' + cells.map((c, i) => c.padEnd(widths[i])).join(' | ') + ' |'
