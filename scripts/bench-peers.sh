@@ -44,6 +44,8 @@ BENCH_TAG=bench-peers
 . "$repo/scripts/bench-cluster.sh"
 
 # ---------------------------------------------------------------- setup
+# Other work on the machine moves every figure: the load goes in the report.
+load_start=$(cut -d' ' -f1 /proc/loadavg)
 command -v node >/dev/null || die "node not found (Node.js 20 or later)"
 [ "$(node -p 'process.versions.node.split(".")[0]')" -ge 20 ] || die "Node.js 20 or later needed, found $(node -v)"
 # npm ci again only when the lockfile changed since the last install.
@@ -98,6 +100,7 @@ done
     echo "# pg_wf next to graphile-worker and pg-boss"
     echo
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, PostgreSQL $(sql -c 'SHOW server_version'), Node $(node -v), pg_wf $(sql -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'") at $(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$repo" && git diff --quiet HEAD -- src sql 2>/dev/null || echo ' + local changes'); $([ "$quick" = 1 ] && echo 'QUICK run' || echo 'full run')."
+    echo "Load average (1 min) at the start $load_start, at the end $(cut -d' ' -f1 /proc/loadavg)."
     echo "fsync=on, synchronous_commit=on, shared_buffers=256MB. Drain: $JOBS jobs pre-enqueued, no-op handlers, $WORKERS workers, batches of $BATCH, best of $ROUNDS. Wake: $WAKE_JOBS jobs one at a time to one idle consumer, from the enqueuer's COMMIT returning to the handler starting."
     echo
     peers_js table <"$results"
