@@ -18,61 +18,56 @@ PreparedStatement lock_queue_config(
 
 PreparedStatement count_running(
     "SELECT count(*) FROM wf.claim c JOIN wf.job j ON j.queue = $1 AND j.id = c.id"
-    " WHERE c.queue = $1 AND j.attempt = c.attempt AND j.status = 'running'",
+    " WHERE c.queue = $1 AND j.attempt + 1 = c.attempt AND j.status = 'pending'",
     {TEXTOID});
 
 // One statement: take ready rows in claim order, skipping those another
-// claimer holds; mark their jobs running (a HOT update: no index changes);
-// record the owner in the unlogged claim table. The pick is an array built
-// once (an InitPlan): as a joined subquery the planner may rerun it per
-// row, and each rerun would pick more jobs. The queue is named in every
+// claimer holds, and record the attempt, its owner and lease in the
+// unlogged claim table. The job row is only read: removing the ready row is
+// all a claim writes to WAL (see pg_wf--1.1--1.2.sql). The pick is an array
+// built once (an InitPlan): as a joined subquery the planner may rerun it
+// per row, and each rerun would pick more jobs. The queue is named in every
 // reference to a job table, so the statement can be routed by queue.
-#define WF_CLAIM_SQL(EVENTS, CHECKPOINTS_AND_EVENTS) \
-    "WITH picked AS (" \
-    "  DELETE FROM wf.ready r" \
-    "   WHERE r.queue = $1 AND r.ctid = ANY (ARRAY(" \
-    "         SELECT c.ctid FROM wf.ready c" \
-    "          WHERE c.queue = $1 AND c.run_at <= $7" \
-    "          ORDER BY c.priority DESC, c.run_at, c.id" \
-    "          LIMIT $6 FOR UPDATE SKIP LOCKED))" \
-    "  RETURNING r.id)," \
-    " claimed AS (" \
-    "  UPDATE wf.job j" \
-    "     SET status = 'running', attempt = j.attempt + 1, worker = $2, owner_pid = $4," \
-    "         started_at = $7, cancel_requested = false" \
-    "    FROM picked WHERE j.queue = $1 AND j.id = picked.id AND j.status = 'pending'" \
-    "  RETURNING j.id, j.attempt, j.queue, j.payload, j.workflow_id, j.step_name," \
-    "            j.priority, j.max_attempts, j.idempotency_key, j.depends_on, j.run_at" EVENTS ")," \
-    " owned AS (" \
-    "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at)" \
-    "  SELECT $1, id, attempt, $3, $5, $7 + $5 FROM claimed" \
-    "  ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt," \
-    "     owner_session = excluded.owner_session, lease = excluded.lease," \
-    "     lease_expires_at = excluded.lease_expires_at)" \
-    " SELECT id, attempt, queue, payload, workflow_id, step_name, priority, max_attempts," \
-    "        idempotency_key," \
-    /* The results of the jobs it depended on, keyed by step name (or id). */ \
-    "        CASE WHEN depends_on IS NOT NULL THEN" \
-    "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text)," \
-    "                                   coalesce(p.result, 'null'))" \
-    "             FROM wf.job p WHERE p.id = ANY (claimed.depends_on)) END," \
-    "        $7 + $5," \
-    CHECKPOINTS_AND_EVENTS " run_at FROM claimed"
-
-// Schema 1.1: checkpoints of earlier attempts (a first claim has none to
-// look for) and the events delivered to the job.
 PreparedStatement claim_jobs(
-    WF_CLAIM_SQL(", j.events",
-                 "CASE WHEN attempt > 1 THEN"
-                 "  (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))"
-                 "     FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = claimed.id) END,"
-                 " events,"),
-    {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID});
-
-// A new library under a schema not updated yet (ALTER EXTENSION pg_wf
-// UPDATE not run): the 1.0 columns, which its wf_claim declares.
-PreparedStatement claim_jobs_1_0(
-    WF_CLAIM_SQL("", "NULL::jsonb, NULL::jsonb,"),
+    "WITH picked AS ("
+    "  DELETE FROM wf.ready r"
+    "   WHERE r.queue = $1 AND r.ctid = ANY (ARRAY("
+    "         SELECT c.ctid FROM wf.ready c"
+    "          WHERE c.queue = $1 AND c.run_at <= $7"
+    "          ORDER BY c.priority DESC, c.run_at, c.id"
+    "          LIMIT $6 FOR UPDATE SKIP LOCKED))"
+    "  RETURNING r.id),"
+    " claimed AS ("
+    "  SELECT j.id, j.attempt + 1 AS attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
+    "         j.priority, j.max_attempts, j.idempotency_key, j.depends_on, j.run_at, j.events"
+    "    FROM wf.job j JOIN picked ON j.queue = $1 AND j.id = picked.id"
+    "   WHERE j.status = 'pending'),"
+    " owned AS ("
+    "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at,"
+    "                        worker, owner_pid, started_at)"
+    "  SELECT $1, id, attempt, $3, $5, $7 + $5, $2, $4, $7 FROM claimed"
+    // A row some earlier attempt left behind is replaced; one of this
+    // attempt is never: the claim row is what makes an attempt number
+    // one owner's, and a job it would hand out twice is not handed out.
+    "  ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt,"
+    "     owner_session = excluded.owner_session, lease = excluded.lease,"
+    "     lease_expires_at = excluded.lease_expires_at, worker = excluded.worker,"
+    "     owner_pid = excluded.owner_pid, started_at = excluded.started_at"
+    "   WHERE wf.claim.attempt < excluded.attempt"
+    "  RETURNING id)"
+    " SELECT id, attempt, queue, payload, workflow_id, step_name, priority, max_attempts,"
+    "        idempotency_key,"
+    // The results of the jobs it depended on, keyed by step name (or id).
+    "        CASE WHEN depends_on IS NOT NULL THEN"
+    "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text),"
+    "                                   coalesce(p.result, 'null'))"
+    "             FROM wf.job p WHERE p.id = ANY (claimed.depends_on)) END,"
+    "        $7 + $5,"
+    // Checkpoints of earlier attempts (a first claim has none to look for).
+    "        CASE WHEN attempt > 1 THEN"
+    "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))"
+    "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = claimed.id) END,"
+    "        events, run_at FROM claimed JOIN owned USING (id)",
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID});
 
 // When the next scheduled job of the queue becomes due, to bound a wait.
@@ -83,7 +78,7 @@ PreparedStatement next_due(
 PreparedStatement read_claim(
     "SELECT c.lease, j.cancel_requested FROM wf.job j"
     "  JOIN wf.claim c ON c.queue = $1 AND c.id = $2 AND c.attempt = $3"
-    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt = $3 AND j.status = 'running'",
+    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'",
     {TEXTOID, INT8OID, INT4OID});
 
 // Leases live in the unlogged claim table: a renewal writes no WAL.
@@ -107,7 +102,6 @@ struct ClaimRequest {
     Datum worker;
     int max_jobs;
     Interval* lease;  // nullptr: the queue's lease, if any
-    bool schema_1_0;  // the caller's SQL declares 1.0's columns
 };
 
 // Wakes a waiting claimer at most this often without shared memory
@@ -151,7 +145,7 @@ std::vector<ClaimedRow> claim_once(const ClaimRequest& req) {
     if (has_lease) p.set(4, IntervalPGetDatum(&lease)); else p.set_null(4);
     p.set(5, Int32GetDatum(limit));
     p.set(6, clock_now());
-    uint64 n = (req.schema_1_0 ? claim_jobs_1_0 : claim_jobs).execute(p.values, p.nulls);
+    uint64 n = claim_jobs.execute(p.values, p.nulls);
     SPITupleTable* claimed = SPI_tuptable;
     if (n == 0) {
         // An empty claim in a long wait: nothing to keep until SPI_finish.
@@ -234,13 +228,9 @@ using namespace wf::pg;
 namespace {
 
 // The claim arguments of wf_claim and wf_complete_and_claim, from `first`
-// on: queue, worker, max_jobs, lease. `prefix`: result columns before
-// wf_claim's.
-ClaimRequest read_claim_request(FunctionCallInfo fcinfo, int queue_n, int first, int prefix) {
+// on: queue, worker, max_jobs, lease.
+ClaimRequest read_claim_request(FunctionCallInfo fcinfo, int queue_n, int first) {
     ClaimRequest req{};
-    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    if (rsinfo && IsA(rsinfo, ReturnSetInfo) && rsinfo->expectedDesc)
-        req.schema_1_0 = rsinfo->expectedDesc->natts - prefix < kColumns;
     req.queue = PG_GETARG_DATUM(queue_n);
     if (PG_ARGISNULL(first)) {
         std::string name = "pid " + std::to_string(MyProcPid);
@@ -255,18 +245,15 @@ ClaimRequest read_claim_request(FunctionCallInfo fcinfo, int queue_n, int first,
     return req;
 }
 
-// Puts the claimed rows in the result, after `prefix` columns if any. A
-// function still declared by an older version of the extension's SQL has
-// fewer columns: it gets the ones it declares.
+// Puts the claimed rows in the result, after `prefix` columns if any.
 void emit(FunctionCallInfo fcinfo, std::vector<ClaimedRow>& rows, int prefix_count,
           const Datum* prefix, const bool* prefix_nulls) {
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    int declared = std::min(rsinfo->setDesc->natts - prefix_count, kColumns);
     Datum values[kColumns + 1];
     bool nulls[kColumns + 1];
     for (ClaimedRow& row : rows) {
         for (int i = 0; i < prefix_count; i++) values[i] = prefix[i], nulls[i] = prefix_nulls[i];
-        for (int i = 0; i < declared; i++)
+        for (int i = 0; i < kColumns; i++)
             values[prefix_count + i] = row.values[i], nulls[prefix_count + i] = row.nulls[i];
         call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls); });
     }
@@ -277,7 +264,7 @@ void emit(FunctionCallInfo fcinfo, std::vector<ClaimedRow>& rows, int prefix_cou
 // wf_claim(queue, worker, max_jobs, lease, wait) -> TABLE(...)
 WF_SQL_FUNCTION(wf_claim) {
     std::string_view queue = queue_arg(fcinfo, 0);
-    ClaimRequest req = read_claim_request(fcinfo, 0, 1, 0);
+    ClaimRequest req = read_claim_request(fcinfo, 0, 1);
     double wait_seconds = PG_ARGISNULL(4) ? 0 : interval_seconds(interval_arg(fcinfo, 4, "wait", true));
     // Longer waits than a day are a day: the client can call again.
     wait_seconds = std::min(wait_seconds, 86400.0);
@@ -329,7 +316,7 @@ WF_SQL_FUNCTION(wf_claim) {
 WF_SQL_FUNCTION(wf_complete_and_claim) {
     fencing_token_args(fcinfo);
     if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
-    ClaimRequest req = read_claim_request(fcinfo, 0, 4, 1);
+    ClaimRequest req = read_claim_request(fcinfo, 0, 4);
 
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     call([] { ensure_session_holds_owner_lock(); });

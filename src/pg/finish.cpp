@@ -17,16 +17,21 @@ namespace {
 // A job whose cancellation was requested while it ran ends `cancelled`
 // whichever way it finishes.
 // The job row first, then its claim: the reaper takes them in the same
-// order, so the two never deadlock.
+// order, so the two never deadlock. A running job's row says pending at the
+// attempt before the claim's (see pg_wf--1.1--1.2.sql); every end of an
+// attempt writes the claim's attempt, worker and start into it.
 PreparedStatement complete_one(
     "WITH finished AS ("
-    " UPDATE wf.job SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,"
-    "       result = CASE WHEN cancel_requested THEN result ELSE $4 END,"
+    " UPDATE wf.job j SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END,"
+    "       attempt = c.attempt, started_at = c.started_at, worker = c.worker,"
+    "       result = CASE WHEN j.cancel_requested THEN j.result ELSE $4 END,"
     "       finished_at = now(),"
-    "       last_error = CASE WHEN cancel_requested THEN 'cancelled while running'"
-    "                         ELSE last_error END"
-    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    " RETURNING id, attempt, status, has_dependents),"
+    "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
+    "                         ELSE j.last_error END"
+    "  FROM wf.claim c"
+    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'"
+    "   AND c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    " RETURNING j.id, j.attempt, j.status, j.has_dependents),"
     " released AS (DELETE FROM wf.claim c"
     "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
     "                 AND EXISTS (SELECT 1 FROM finished))"
@@ -40,12 +45,13 @@ PreparedStatement complete_many(
     " finished AS ("
     " UPDATE wf.job j"
     "   SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END,"
+    "       attempt = c.attempt, started_at = c.started_at, worker = c.worker,"
     "       result = CASE WHEN j.cancel_requested THEN j.result ELSE i.result END,"
     "       finished_at = now(),"
     "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
     "                         ELSE j.last_error END"
-    "  FROM input i"
-    " WHERE j.queue = $1 AND j.id = i.id AND j.attempt = i.attempt AND j.status = 'running'"
+    "  FROM input i JOIN wf.claim c ON c.queue = $1 AND c.id = i.id AND c.attempt = i.attempt"
+    " WHERE j.queue = $1 AND j.id = i.id AND j.attempt + 1 = i.attempt AND j.status = 'pending'"
     " RETURNING j.id, j.status, j.has_dependents),"
     " released AS (DELETE FROM wf.claim c"
     "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))"
@@ -135,21 +141,25 @@ PreparedStatement cancel_descendants(
     {INT8ARRAYOID, TEXTOID, INT8OID});
 
 PreparedStatement read_for_fail(
-    "SELECT j.attempt, j.max_attempts, j.cancel_requested,"
+    "SELECT k.attempt, j.max_attempts, j.cancel_requested,"
     "       extract(epoch FROM coalesce(c.backoff_base, '1 second')),"
     "       extract(epoch FROM coalesce(c.backoff_max, '1 hour'))"
-    "  FROM wf.job j LEFT JOIN wf.queue_config c ON c.queue = $1"
-    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt = $3 AND j.status = 'running'"
+    "  FROM wf.job j JOIN wf.claim k ON k.queue = $1 AND k.id = $2 AND k.attempt = $3"
+    "  LEFT JOIN wf.queue_config c ON c.queue = $1"
+    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'"
     "   FOR NO KEY UPDATE OF j",
     {TEXTOID, INT8OID, INT4OID});
 
 PreparedStatement record_failure(
     "WITH failed AS ("
-    " UPDATE wf.job SET status = $4, last_error = $5,"
-    "       run_at = CASE WHEN $4 = 'pending' THEN now() + make_interval(secs => $6) ELSE run_at END,"
+    " UPDATE wf.job j SET status = $4, last_error = $5,"
+    "       attempt = c.attempt, started_at = c.started_at, worker = c.worker,"
+    "       run_at = CASE WHEN $4 = 'pending' THEN now() + make_interval(secs => $6) ELSE j.run_at END,"
     "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END"
-    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    " RETURNING queue, priority, run_at, id, attempt, status),"
+    "  FROM wf.claim c"
+    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'"
+    "   AND c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
     " released AS (DELETE FROM wf.claim c"
     "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
     "                 AND EXISTS (SELECT 1 FROM failed)),"
@@ -191,7 +201,6 @@ PreparedStatement lock_retry_dependencies(
 // Back from the dead letter with a fresh budget of attempts. The attempt
 // counter itself never goes back: it is the fencing token.
 PreparedStatement retry_job(WF_RETRY_SQL(WF_FORGIVE_DEBTS("retried")), {TEXTOID, INT8OID});
-PreparedStatement retry_job_1_0(WF_RETRY_SQL(""), {TEXTOID, INT8OID});
 
 // The jobs a failed job ($1) cancelled, transitively.
 #define WF_CANCELLED_BY_SQL \
@@ -228,15 +237,15 @@ PreparedStatement lock_restored_parents(
     " SELECT id FROM restored"
 
 PreparedStatement restore_descendants(WF_RESTORE_SQL(WF_FORGIVE_DEBTS("restored")), {INT8OID});
-PreparedStatement restore_descendants_1_0(WF_RESTORE_SQL(""), {INT8OID});
 
 // A pending job leaves the ready set before its row changes: claims take
 // the ready row first, then the job, and so does this (no deadlock). Its
 // key is read first, unlocked: priority and run_at of a pending job do not
 // change while it stays pending.
 PreparedStatement read_ready_key(
-    "SELECT status = 'pending', priority, run_at, status IN ('blocked', 'waiting')"
-    "  FROM wf.job WHERE queue = $1 AND id = $2",
+    "SELECT j.status = 'pending' AND NOT " WF_JOB_RUNNING("j") ", j.priority, j.run_at,"
+    "       j.status IN ('blocked', 'waiting')"
+    "  FROM wf.job j WHERE j.queue = $1 AND j.id = $2",
     {TEXTOID, INT8OID});
 
 PreparedStatement leave_ready_set(
@@ -247,16 +256,18 @@ PreparedStatement leave_ready_set(
 // set ($3): otherwise it became pending (or was claimed) meanwhile, and the
 // caller looks again.
 
+// A running job is only flagged (it stays pending in its row).
+#define WF_RUNNING_J WF_JOB_RUNNING("j")
 PreparedStatement cancel_job(
-    "UPDATE wf.job"
-    "   SET status = CASE WHEN status = 'running' THEN 'running' ELSE 'cancelled' END,"
-    "       cancel_requested = (status = 'running'),"
-    "       finished_at = CASE WHEN status = 'running' THEN NULL ELSE now() END,"
-    "       last_error = CASE WHEN status = 'running' THEN last_error ELSE 'cancelled' END"
-    " WHERE queue = $1 AND id = $2"
-    "   AND status IN ('blocked', 'pending', 'waiting', 'running') AND NOT cancel_requested"
-    "   AND (status <> 'pending' OR $3)"
-    " RETURNING status",
+    "UPDATE wf.job j"
+    "   SET status = CASE WHEN " WF_RUNNING_J " THEN j.status ELSE 'cancelled' END,"
+    "       cancel_requested = " WF_RUNNING_J ","
+    "       finished_at = CASE WHEN " WF_RUNNING_J " THEN NULL ELSE now() END,"
+    "       last_error = CASE WHEN " WF_RUNNING_J " THEN j.last_error ELSE 'cancelled' END"
+    " WHERE j.queue = $1 AND j.id = $2"
+    "   AND j.status IN ('blocked', 'pending', 'waiting') AND NOT j.cancel_requested"
+    "   AND (j.status <> 'pending' OR $3 OR " WF_RUNNING_J ")"
+    " RETURNING j.status",
     {TEXTOID, INT8OID, BOOLOID});
 
 }  // namespace
@@ -296,7 +307,7 @@ void release_dependents(const std::vector<int64>& job_ids) {
     // locked by that completion until its commit is durable. Waiting for it
     // would cost this completion an fsync; with the worker running, the
     // release is left to it instead.
-    bool may_defer = database_worker_alive(MyDatabaseId) && workflow_schema_installed();
+    bool may_defer = database_worker_alive(MyDatabaseId);
     if (!may_defer) {
         lock_children.execute(p.values, p.nulls);
         p.set_null(1);
@@ -499,15 +510,14 @@ WF_SQL_FUNCTION(wf_retry) {
     Params<2> p;
     p.set(0, PG_GETARG_DATUM(0));
     p.set(1, PG_GETARG_DATUM(1));
-    bool schema_1_1 = workflow_schema_installed();
     lock_retry_dependencies.execute(p.values, p.nulls);
-    bool retried = (schema_1_1 ? retry_job : retry_job_1_0).execute(p.values, p.nulls) == 1;
+    bool retried = retry_job.execute(p.values, p.nulls) == 1;
     if (retried) {
         if (column_text(0, 1) == "pending") note_queue_ready(queue.data(), queue.size());
         Params<1> r;
         r.set(0, Int64GetDatum(id));
         lock_restored_parents.execute(r.values, r.nulls);
-        (schema_1_1 ? restore_descendants : restore_descendants_1_0).execute(r.values, r.nulls);
+        restore_descendants.execute(r.values, r.nulls);
     }
     spi.finish();
     PG_RETURN_BOOL(retried);

@@ -4,6 +4,14 @@
 
 #include "spi.hpp"
 
+// SQL: whether job row J (an alias) is running. A claim writes no job row
+// (pg_wf--1.1--1.2.sql): the row says pending at the attempt before, and the
+// claim row holds the attempt that runs.
+#define WF_JOB_RUNNING(J)                                                     \
+    "(" J ".status = 'pending' AND EXISTS (SELECT 1 FROM wf.claim rc"       \
+    " WHERE rc.queue = " J ".queue AND rc.id = " J ".id AND rc.attempt = " J \
+    ".attempt + 1))"
+
 namespace wf::pg {
 
 // Cancels, transitively, every blocked job that waits on one of `job_ids`,
@@ -28,8 +36,11 @@ int64 settle_release_debts();
 bool complete_job(Datum queue, Datum id, Datum attempt, Datum result, bool result_is_null);
 
 // One reaper pass: recovers running jobs whose owner session is gone or
-// whose lease expired. Returns the number of jobs recovered.
-int64 sweep_database();
+// whose lease expired. Claims lost with the claim table (a crash, a
+// promotion) are looked for when its sentinel row is gone, or when
+// `look_for_lost_claims` (a scan of wf.job: the worker's first pass,
+// wf_sweep). Returns the number of jobs recovered.
+int64 sweep_database(bool look_for_lost_claims);
 
 // One retention step: deletes up to `batch` finished jobs whose finish is
 // older than `keep_seconds`, walking job ids upwards from `*cursor` (ids grow
@@ -37,9 +48,12 @@ int64 sweep_database();
 // expire. Returns the number of jobs deleted.
 int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch);
 
-// Whether the schema has the tables of 1.1 (workflows, events, schedules):
-// a new library may run under a 1.0 schema until ALTER EXTENSION UPDATE.
-bool workflow_schema_installed();
+// Whether the extension's SQL objects are the version this library needs
+// (1.2: the running state in wf.claim). Until ALTER EXTENSION pg_wf UPDATE
+// has run, every SQL function raises an error and the worker leaves the
+// database alone: a claim of 1.1 is a job row that 1.2 no longer reads.
+bool schema_is_current();
+#define WF_SCHEMA_VERSION "1.2"
 
 // Jobs waiting on an event whose timeout passed become pending, with the
 // event marked timed out. Returns how many.

@@ -15,54 +15,73 @@ PreparedStatement running_owners(
 // The job row first, then its claim, as wf_complete does: no deadlock.
 // A recovered job keeps its run_at, and so its place in line.
 // The queue of every claim row names its job row, so this stays routable.
+// The lost attempt counts: the job row takes its number (see
+// pg_wf--1.1--1.2.sql for why a running job's row is one behind).
 PreparedStatement recover_jobs(
     "WITH lost AS ("
     "  SELECT c.queue, c.id, c.attempt, c.owner_session = ANY($1) AS session_ended,"
-    "         c.lease_expires_at"
+    "         c.lease_expires_at, c.owner_pid, c.worker, c.started_at"
     "    FROM wf.claim c"
     "   WHERE c.queue <> '' AND (c.owner_session = ANY($1) OR c.lease_expires_at < $2)),"
     " recovered AS ("
     "  UPDATE wf.job j SET"
+    "    attempt = lost.attempt, worker = lost.worker, started_at = lost.started_at,"
     "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
-    "                  WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
+    "                  WHEN lost.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
     "    last_error = CASE WHEN lost.session_ended"
     "                 THEN format('worker lost: session (pid %s) ended during attempt %s',"
-    "                             j.owner_pid, j.attempt)"
+    "                             lost.owner_pid, lost.attempt)"
     "                 ELSE format('worker lost: lease expired at %s during attempt %s',"
-    "                             lost.lease_expires_at, j.attempt) END,"
-    "    finished_at = CASE WHEN j.cancel_requested OR j.attempt >= j.max_attempts THEN $2 END"
+    "                             lost.lease_expires_at, lost.attempt) END,"
+    "    finished_at = CASE WHEN j.cancel_requested OR lost.attempt >= j.max_attempts THEN $2 END"
     "   FROM lost"
-    "  WHERE j.queue = lost.queue AND j.id = lost.id AND j.attempt = lost.attempt"
-    "    AND j.status = 'running'"
+    "  WHERE j.queue = lost.queue AND j.id = lost.id AND j.attempt + 1 = lost.attempt"
+    "    AND j.status = 'pending'"
     "  RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
-    " released AS (DELETE FROM wf.claim c USING recovered r"
-    "               WHERE c.queue = r.queue AND c.id = r.id AND c.attempt = r.attempt),"
+    // With the claims recovered go lost ones that hold no job at all (a job
+    // deleted by hand): otherwise each pass would look at them again.
+    " released AS (DELETE FROM wf.claim c USING lost"
+    "               WHERE c.queue = lost.queue AND c.id = lost.id AND c.attempt = lost.attempt"
+    "                 AND (EXISTS (SELECT 1 FROM recovered r"
+    "                               WHERE r.queue = c.queue AND r.id = c.id AND r.attempt = c.attempt)"
+    "                      OR NOT EXISTS (SELECT 1 FROM wf.job j"
+    "                                      WHERE j.queue = c.queue AND j.id = c.id"
+    "                                        AND j.attempt + 1 = c.attempt AND j.status = 'pending'))),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
     "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending' ON CONFLICT DO NOTHING)"
     " SELECT queue, id, status FROM recovered",
     {INT8ARRAYOID, TIMESTAMPTZOID});
 
 // wf.claim is unlogged: a crash (or a standby's promotion) empties it,
-// sentinel row included. Running jobs then have no claim row, and their
-// sessions died with the server: all of them are recovered, once.
+// sentinel row included. The sessions of the running jobs died with the
+// server, and what is left of a claim is that its job is pending without a
+// ready row (the claim's one durable write was removing it). Those jobs are
+// recovered once, their lost attempt counted: a job that crashes the server
+// each time it runs ends failed like any other, and the attempt number the
+// lost worker holds is never handed out again. A pending job's ready row
+// has the job's own priority and run_at.
 PreparedStatement claims_survived(
     "SELECT 1 FROM wf.claim WHERE queue = '' AND id = 0", {});
 
 PreparedStatement recover_orphans(
     "WITH orphan AS ("
     "  SELECT j.queue, j.id, j.attempt FROM wf.job j"
-    "   WHERE j.status = 'running' AND NOT EXISTS ("
-    "         SELECT 1 FROM wf.claim c"
-    "          WHERE c.queue = j.queue AND c.id = j.id AND c.attempt = j.attempt)),"
+    "   WHERE j.status = 'pending'"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.ready r"
+    "          WHERE r.queue = j.queue AND r.priority = j.priority AND r.run_at = j.run_at"
+    "            AND r.id = j.id)"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.claim c"
+    "          WHERE c.queue = j.queue AND c.id = j.id AND c.attempt = j.attempt + 1)),"
     " recovered AS ("
-    "  UPDATE wf.job j SET"
+    "  UPDATE wf.job j SET attempt = j.attempt + 1,"
     "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
-    "                  WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
-    "    last_error = format('worker lost: the server restarted during attempt %s', j.attempt),"
-    "    finished_at = CASE WHEN j.cancel_requested OR j.attempt >= j.max_attempts THEN $1 END"
+    "                  WHEN j.attempt + 1 >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
+    "    last_error = format('worker lost: the server restarted during attempt %s', j.attempt + 1),"
+    "    finished_at = CASE WHEN j.cancel_requested OR j.attempt + 1 >= j.max_attempts"
+    "                  THEN $1 END"
     "   FROM orphan o"
     "  WHERE j.queue = o.queue AND j.id = o.id AND j.attempt = o.attempt"
-    "    AND j.status = 'running'"
+    "    AND j.status = 'pending'"
     "  RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
     "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending' ON CONFLICT DO NOTHING),"
@@ -136,7 +155,7 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
     // cannot have finished before it): start again from the oldest.
     bool walked_all = column_bool(0, 3);
     *cursor = walked_all ? 0 : column_int64(0, 1);
-    if (walked_all && workflow_schema_installed()) {
+    if (walked_all) {
         Params<1> l;
         l.set(0, p.values[1]);
         expire_leftovers.execute(l.values, l.nulls);
@@ -144,17 +163,18 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
     return deleted;
 }
 
-bool workflow_schema_installed() {
+bool schema_is_current() {
     return call([] {
         Oid schema = get_namespace_oid("wf", true);
-        return OidIsValid(schema) && OidIsValid(get_relname_relid("schedule", schema));
+        Oid claim = OidIsValid(schema) ? get_relname_relid("claim", schema) : InvalidOid;
+        return OidIsValid(claim) && get_attnum(claim, "started_at") != InvalidAttrNumber;
     });
 }
 
-int64 sweep_database() {
+int64 sweep_database(bool look_for_lost_claims) {
     std::vector<int64> finished;
     uint64 recovered = 0;
-    if (claims_survived.execute(nullptr, nullptr) == 0) {
+    if (look_for_lost_claims || claims_survived.execute(nullptr, nullptr) == 0) {
         Params<1> o;
         o.set(0, clock_now());
         recovered += recover_orphans.execute(o.values, o.nulls);
@@ -187,13 +207,13 @@ using namespace wf::pg;
 // due schedules); returns the jobs recovered.
 WF_SQL_FUNCTION(wf_sweep) {
     SpiConnection spi;
-    int64 recovered = sweep_database();
+    // By hand also the slow look for claims lost without a crash: jobs that
+    // ran when a dump was taken come back so after a restore.
+    int64 recovered = sweep_database(true);
     // The background worker's other duties, for a server without it.
-    if (workflow_schema_installed()) {
-        settle_release_debts();
-        wake_timed_out_waits();
-        fire_due_schedules();
-    }
+    settle_release_debts();
+    wake_timed_out_waits();
+    fire_due_schedules();
     spi.finish();
     PG_RETURN_INT32(static_cast<int32>(recovered));
 }

@@ -2,9 +2,18 @@
 
 #include <stdexcept>
 
+#include "../core/error.hpp"
+#include "jobs.hpp"
+
 namespace wf::pg {
 
 SpiConnection::SpiConnection() {
+    // Every SQL function and worker pass works through SPI: this is where an
+    // old schema under a new library is stopped (see schema_is_current).
+    if (!schema_is_current())
+        throw core::Error("55000", "pg_wf's SQL objects in this database are older than its library",
+                          "The library needs version " WF_SCHEMA_VERSION " of the extension.",
+                          "Run ALTER EXTENSION pg_wf UPDATE.");
     int rc = call([] { return SPI_connect(); });
     if (rc != SPI_OK_CONNECT) throw std::runtime_error("SPI_connect failed");
     open_ = true;

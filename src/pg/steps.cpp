@@ -16,9 +16,11 @@ namespace {
 // this attempt, running at the same time, either comes first (and the
 // token is stale) or waits for this checkpoint.
 PreparedStatement record_checkpoint(
-    "WITH job AS (SELECT 1 FROM wf.job"
-    "              WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    "              FOR SHARE),"
+    "WITH job AS (SELECT 1 FROM wf.job j"
+    "               JOIN wf.claim c ON c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    "              WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3"
+    "                AND j.status = 'pending'"
+    "              FOR SHARE OF j),"
     " recorded AS ("
     "  INSERT INTO wf.checkpoint (queue, job_id, step, output, attempt)"
     "  SELECT $1, $2, $4, $5, $3 FROM job"
@@ -29,21 +31,30 @@ PreparedStatement record_checkpoint(
 // The running attempt, locked: parking it must not race its completion or
 // its recovery.
 PreparedStatement lock_running(
-    "SELECT cancel_requested FROM wf.job"
-    " WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    " FOR NO KEY UPDATE",
+    "SELECT j.cancel_requested FROM wf.job j"
+    "  JOIN wf.claim c ON c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'"
+    " FOR NO KEY UPDATE OF j",
     {TEXTOID, INT8OID, INT4OID});
+
+// The job row takes the claim's attempt, worker and start, as at every end
+// of an attempt (see complete_one in finish.cpp).
+#define WF_END_ATTEMPT \
+    " attempt = c.attempt, started_at = c.started_at, worker = c.worker" \
+    "  FROM wf.claim c" \
+    "  WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'" \
+    "    AND c.queue = $1 AND c.id = $2 AND c.attempt = $3"
 
 // Back to pending at $4 (its place in line), claim released. With an
 // event name in $5, the event is delivered, signalled with payload $6.
 PreparedStatement park_pending(
     "WITH parked AS ("
-    " UPDATE wf.job SET status = 'pending', run_at = $4, max_attempts = max_attempts + 1,"
-    "        events = CASE WHEN $5::text IS NULL THEN events"
-    "                      ELSE coalesce(events, '{}') || jsonb_build_object($5::text,"
-    "                        jsonb_build_object('status', 'signalled', 'payload', $6::jsonb)) END"
-    "  WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    "  RETURNING queue, priority, run_at, id),"
+    " UPDATE wf.job j SET status = 'pending', run_at = $4, max_attempts = j.max_attempts + 1,"
+    "        events = CASE WHEN $5::text IS NULL THEN j.events"
+    "                      ELSE coalesce(j.events, '{}') || jsonb_build_object($5::text,"
+    "                        jsonb_build_object('status', 'signalled', 'payload', $6::jsonb)) END,"
+    WF_END_ATTEMPT
+    "  RETURNING j.queue, j.priority, j.run_at, j.id),"
     " released AS (DELETE FROM wf.claim c"
     "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
     "                 AND EXISTS (SELECT 1 FROM parked)),"
@@ -54,9 +65,9 @@ PreparedStatement park_pending(
 
 PreparedStatement park_waiting(
     "WITH parked AS ("
-    " UPDATE wf.job SET status = 'waiting', max_attempts = max_attempts + 1"
-    "  WHERE queue = $1 AND id = $2 AND attempt = $3 AND status = 'running'"
-    "  RETURNING id),"
+    " UPDATE wf.job j SET status = 'waiting', max_attempts = j.max_attempts + 1,"
+    WF_END_ATTEMPT
+    "  RETURNING j.id),"
     " released AS (DELETE FROM wf.claim c"
     "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
     "                 AND EXISTS (SELECT 1 FROM parked)),"

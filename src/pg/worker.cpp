@@ -148,9 +148,33 @@ void launcher_loop() {
     }
 }
 
-void sweep_body(void* recovered) {
+// Each body leaves a database whose schema is older than the library alone
+// (until ALTER EXTENSION pg_wf UPDATE).
+struct SweepStep {
+    // The first sweep of a worker also looks for claims lost without a
+    // crash (a restored dump, say): see sweep_database.
+    bool look_for_lost_claims = true;
+    int64 recovered = 0;
+};
+
+void sweep_body(void* context) {
+    SweepStep* step = static_cast<SweepStep*>(context);
+    step->recovered = 0;
+    if (!schema_is_current()) {
+        static bool told = false;
+        if (!told)
+            call([] {
+                ereport(LOG, (errmsg("pg_wf worker: the extension's SQL objects in database \"%s\" are"
+                                     " older than its library; nothing is done there until"
+                                     " ALTER EXTENSION pg_wf UPDATE",
+                                     get_database_name(MyDatabaseId))));
+            });
+        told = true;
+        return;
+    }
     SpiConnection spi;
-    *static_cast<int64*>(recovered) = sweep_database();
+    step->recovered = sweep_database(step->look_for_lost_claims);
+    step->look_for_lost_claims = false;
     spi.finish();
 }
 
@@ -165,26 +189,25 @@ struct RetentionStep {
 
 void retention_body(void* context) {
     RetentionStep* step = static_cast<RetentionStep*>(context);
+    step->deleted = 0;
+    if (!schema_is_current()) return;
     SpiConnection spi;
     step->deleted = expire_finished_jobs(&step->cursor, retention_seconds, kRetentionBatch);
     spi.finish();
 }
 
-// Event timeouts and cron ticks: their own transaction, so that a bad
-// schedule cannot hold back the recovery of jobs.
 // Event timeouts and cron ticks, each in a pass of its own: a schedule that
 // cannot fire (a hand-edited row) holds back neither the timeouts nor the
-// passes after it. Not before ALTER EXTENSION pg_wf UPDATE has created
-// their tables.
+// passes after it.
 void timeouts_body(void*) {
-    if (!workflow_schema_installed()) return;
+    if (!schema_is_current()) return;
     SpiConnection spi;
     wake_timed_out_waits();
     spi.finish();
 }
 
 void cron_body(void*) {
-    if (!workflow_schema_installed()) return;
+    if (!schema_is_current()) return;
     SpiConnection spi;
     fire_due_schedules();
     spi.finish();
@@ -200,7 +223,7 @@ PreparedStatement debts_left(
 
 void releases_body(void* left) {
     *static_cast<bool*>(left) = false;
-    if (!workflow_schema_installed()) return;
+    if (!schema_is_current()) return;
     SpiConnection spi;
     settle_release_debts();
     debts_left.execute(nullptr, nullptr);
@@ -216,7 +239,7 @@ void releases_body(void* left) {
 bool lock_relations_without_waiting() {
     static const char* const relations[] = {
         "job", "job_id_seq", "ready", "claim", "dependency", "queue_config",
-        // 1.1; absent under a 1.0 schema
+        // since 1.1
         "release_debt", "checkpoint", "workflow", "event", "event_wait", "schedule"};
     Oid schema = get_namespace_oid("wf", true);
     if (!OidIsValid(schema)) return false;
@@ -323,6 +346,7 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
     static char name[NAMEDATALEN] = "";
     static bool announced = false;
     static RetentionStep retention;
+    static SweepStep sweep;
 
     // An error in a pass (a deadlock, a statement cancelled by an admin) is
     // logged and the next pass runs as usual, as autovacuum does; without
@@ -383,8 +407,8 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
         }
         PushActiveSnapshot(GetTransactionSnapshot());
         pgstat_report_activity(STATE_RUNNING, "pg_wf sweep");
-        int64 recovered = 0;
-        if (lock_relations_without_waiting()) run_guarded(sweep_body, &recovered);
+        if (lock_relations_without_waiting()) run_guarded(sweep_body, &sweep);
+        int64 recovered = sweep.recovered;
         PopActiveSnapshot();
         CommitTransactionCommand();
         pgstat_report_activity(STATE_IDLE, nullptr);

@@ -82,50 +82,48 @@ PreparedStatement describe_workflow(
     "  FROM wf.workflows w WHERE w.workflow_id = $1",
     {UUIDOID});
 
-// Cancelling a workflow. Its pending steps' ready rows are taken as claims
-// take them (SKIP LOCKED: a row a claimer holds is left to it), so the
-// cancel never waits for a ready row while holding job rows -- the order
-// claims lock in is ready row, then job.
-#define WF_UNREADY_SQL(WHICH) \
-    "DELETE FROM wf.ready r" \
-    " WHERE r.ctid = ANY (ARRAY(" \
-    "   SELECT c.ctid FROM wf.job j" \
-    "     JOIN wf.ready c ON c.queue = j.queue AND c.priority = j.priority" \
-    "                    AND c.run_at = j.run_at AND c.id = j.id" \
-    "    WHERE j.workflow_id = $1 AND " WHICH \
-    "      FOR UPDATE OF c SKIP LOCKED))"
-
-PreparedStatement unready_workflow(WF_UNREADY_SQL("j.status = 'pending'"), {UUIDOID});
-
-// Then its unfinished steps are locked in (queue, id) order, as completions
-// lock the children they release. Locked, none of them changes status
-// until this transaction ends: one pass is enough.
+// Cancelling a workflow. Its unfinished steps are locked first, in
+// (queue, id) order as completions lock the children they release: none of
+// them changes status until this transaction ends, except that a claimer
+// may still take a pending step's ready row (a claim reads job rows without
+// locking them). So the ready rows are taken next, waiting for a claimer
+// that holds one: after its commit that step is running, and is flagged.
+// A pending step is cancelled only if this transaction took its ready row
+// (or a crash lost its claim).
 PreparedStatement lock_workflow(
     "SELECT 1 FROM wf.job WHERE workflow_id = $1"
-    "   AND status IN ('blocked', 'pending', 'waiting', 'running')"
+    "   AND status IN ('blocked', 'pending', 'waiting')"
     " ORDER BY queue, id FOR NO KEY UPDATE",
     {UUIDOID});
 
-// ... and cancelled; a running one only flagged. A claimer that holds a
-// pending step's ready row finds the step cancelled and claims nothing.
-PreparedStatement cancel_steps(
-    "UPDATE wf.job"
-    "   SET status = CASE WHEN status = 'running' THEN 'running' ELSE 'cancelled' END,"
-    "       cancel_requested = (status = 'running'),"
-    "       finished_at = CASE WHEN status = 'running' THEN NULL ELSE now() END,"
-    "       last_error = CASE WHEN status = 'running' THEN last_error"
-    "                         ELSE 'workflow cancelled' END"
-    " WHERE workflow_id = $1"
-    "   AND (status IN ('blocked', 'waiting', 'pending')"
-    "        OR (status = 'running' AND NOT cancel_requested))"
-    " RETURNING id, status = 'cancelled' AND has_dependents",
+PreparedStatement unready_workflow(
+    "DELETE FROM wf.ready r"
+    " WHERE r.ctid = ANY (ARRAY("
+    "   SELECT c.ctid FROM wf.job j"
+    "     JOIN wf.ready c ON c.queue = j.queue AND c.priority = j.priority"
+    "                    AND c.run_at = j.run_at AND c.id = j.id"
+    "    WHERE j.workflow_id = $1 AND j.status = 'pending'"
+    "      FOR UPDATE OF c))"
+    " RETURNING r.id",
     {UUIDOID});
 
-// Ready rows of steps that became pending between the first statement and
-// the lock (a parent completed): they go too, unless a claimer holds one.
-PreparedStatement unready_cancelled(
-    WF_UNREADY_SQL("j.status = 'cancelled' AND j.last_error = 'workflow cancelled'"),
-    {UUIDOID});
+#define WF_RUNNING_J WF_JOB_RUNNING("j")
+PreparedStatement cancel_steps(
+    "UPDATE wf.job j"
+    "   SET status = CASE WHEN " WF_RUNNING_J " THEN j.status ELSE 'cancelled' END,"
+    "       cancel_requested = " WF_RUNNING_J ","
+    "       finished_at = CASE WHEN " WF_RUNNING_J " THEN NULL ELSE now() END,"
+    "       last_error = CASE WHEN " WF_RUNNING_J " THEN j.last_error"
+    "                         ELSE 'workflow cancelled' END"
+    " WHERE j.workflow_id = $1"
+    "   AND (j.status IN ('blocked', 'waiting') OR j.id = ANY ($2)"
+    "        OR (" WF_RUNNING_J " AND NOT j.cancel_requested)"
+    // A claim lost in a crash, not recovered yet: pending without a ready row.
+    "        OR (j.status = 'pending' AND NOT " WF_RUNNING_J " AND NOT EXISTS ("
+    "            SELECT 1 FROM wf.ready r WHERE r.queue = j.queue AND r.priority = j.priority"
+    "               AND r.run_at = j.run_at AND r.id = j.id)))"
+    " RETURNING j.id, j.status = 'cancelled' AND j.has_dependents",
+    {UUIDOID, INT8ARRAYOID});
 
 // Of the steps just cancelled, those with a blocked dependent left: a job
 // outside the workflow that depends on them (the workflow's own steps are
@@ -274,13 +272,17 @@ WF_SQL_FUNCTION(wf_cancel_workflow) {
     if (workflow_exists.execute(p.values, p.nulls) != 1) no_such_workflow(id);
     uint64 cancelled = 0;
     std::vector<int64> parents;
-    unready_workflow.execute(p.values, p.nulls);
     lock_workflow.execute(p.values, p.nulls);
-    uint64 rows = cancel_steps.execute(p.values, p.nulls);
+    uint64 taken = unready_workflow.execute(p.values, p.nulls);
+    std::vector<int64> unready;
+    for (uint64 r = 0; r < taken; r++) unready.push_back(column_int64(r, 1));
+    Params<2> c;
+    c.set(0, id);
+    c.set(1, int8_array(unready));
+    uint64 rows = cancel_steps.execute(c.values, c.nulls);
     cancelled += rows;
     for (uint64 r = 0; r < rows; r++)
         if (column_bool(r, 2)) parents.push_back(column_int64(r, 1));
-    unready_cancelled.execute(p.values, p.nulls);
     if (!parents.empty()) {
         Params<1> o;
         o.set(0, int8_array(parents));

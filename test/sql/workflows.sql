@@ -32,7 +32,7 @@ RETURNS TABLE (step text, queue text, status text, attempt int, max_attempts int
 LANGUAGE sql AS $$
     SELECT j.step_name, j.queue, j.status, j.attempt, j.max_attempts, wfl_after(j.depends_on),
            wfl_err(j.last_error, w)
-      FROM wf.job j WHERE j.workflow_id = w ORDER BY j.id
+      FROM wf.jobs j WHERE j.workflow_id = w ORDER BY j.id
 $$;
 
 -- wf.workflows without its timestamps.

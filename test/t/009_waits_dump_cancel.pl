@@ -48,6 +48,10 @@ $node->safe_psql('postgres', q{
   SELECT wf_enqueue('dumped', '{}', step_name => 'b',
                     depends_on => ARRAY[(SELECT id FROM wf.jobs WHERE step_name = 'a' AND queue = 'dumped')]);
 });
+# A job running while the dump is taken.
+$node->safe_psql('postgres', "SELECT wf_enqueue('dumped_run', '{}')");
+my $runner = $node->background_psql('postgres');
+is($runner->query_safe("SELECT attempt FROM wf_claim('dumped_run')"), '1', 'a job runs during the dump');
 my $max_id = $node->safe_psql('postgres', 'SELECT max(id) FROM wf.job');
 my $dump = $node->basedir . '/wf.dump';
 $node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('postgres') ], 'pg_dump');
@@ -66,6 +70,14 @@ is( $node->safe_psql('restored',
 	'v|t', 'the restored queue is claimable, and a completes');
 is($node->safe_psql('restored', "SELECT status FROM wf.jobs WHERE queue = 'dumped' AND step_name = 'b'"),
 	'pending', 'the dependency edge came back: completing a releases b');
+# Its claim was not dumped: wf_sweep (or the worker's first pass after a
+# start) gives the job back, the attempt counted.
+$node->safe_psql('restored', 'SELECT wf_sweep()');
+is($node->safe_psql('restored', "SELECT status || ' ' || attempt FROM wf.jobs WHERE queue = 'dumped_run'"),
+	'pending 1', 'the job running at the dump is given back by wf_sweep, its attempt counted');
+is($node->safe_psql('restored', "SELECT attempt FROM wf_claim('dumped_run')"), '2',
+	'and claimed again at attempt 2');
+$runner->quit;
 
 $node->stop;
 done_testing();

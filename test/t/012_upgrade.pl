@@ -1,10 +1,11 @@
-# ALTER EXTENSION pg_wf UPDATE from 1.0 to 1.1 with jobs in every state and
-# a live worker holding a claim: nothing is lost, the claimed job completes
-# after the update and releases its dependent, and the 1.1 functions work.
-# Before the update, the 1.1 library serves the 1.0 schema: claims return
-# the 1.0 columns and the background worker recovers lost jobs without
-# touching tables that do not exist yet. The updated schema is the same as
-# a fresh CREATE EXTENSION's.
+# ALTER EXTENSION pg_wf UPDATE from 1.1 to 1.2, where a claim's running
+# state moved from the job row to the unlogged claim table. A 1.2 library
+# does not serve an older schema: every function says so (55000, with the
+# hint to update) and the background worker leaves the database alone. The
+# jobs of 1.1 -- every state, a claim whose session died with the library
+# swap, a dependent waiting on it -- keep their state through the update;
+# the lost claim is then recovered with its attempt counted. The updated
+# schema is the same as a fresh CREATE EXTENSION's.
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
@@ -15,73 +16,78 @@ use Test::More;
 use WfTap;
 
 my $node = wf_node('upgrade', sweep_interval => '200ms', no_extension => 1);
-$node->safe_psql('postgres', "CREATE EXTENSION pg_wf VERSION '1.0'");
+$node->safe_psql('postgres', "CREATE EXTENSION pg_wf VERSION '1.1'");
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"),
-	'1.0', 'version 1.0 installed');
-ok(wait_reapers($node, 'postgres', 1), 'a reaper serves the 1.0 database');
+	'1.1', 'version 1.1 installed');
 
-# Jobs in every state.
+# The functions refuse an old schema, clearly, and change nothing.
+my ($rc, $out, $err) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT wf_enqueue('up', '{}')");
+like($err, qr/55000: pg_wf's SQL objects in this database are older than its library/,
+	'a function under 1.1 raises 55000');
+like($err, qr/HINT:  Run ALTER EXTENSION pg_wf UPDATE/, 'with the hint to update');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM wf.job'), '0', 'and changes nothing');
+ok($node->wait_for_log(qr/pg_wf worker: .* older than its library/),
+	'the worker says why it leaves the database alone');
+
+# The jobs of 1.1, written as its library wrote them: done, failed, pending,
+# scheduled, and one running -- its claim row names a session that is gone
+# (the server restarted to load the new library) -- with a blocked child.
 $node->safe_psql('postgres', q{
-	SELECT wf_enqueue('up', '{"n": "pending"}', idempotency_key => 'pending');
-	SELECT wf_enqueue('up_done', '{"n": "done"}');
-	SELECT wf_complete(queue, id, attempt, '{"r": "done"}') FROM wf_claim('up_done');
-	SELECT wf_enqueue('up_dead', '{"n": "failed"}', max_attempts => 1);
-	SELECT wf_fail(queue, id, attempt, 'boom') FROM wf_claim('up_dead');
-	SELECT wf_enqueue('up_later', '{"n": "later"}', run_at => now() + interval '1 day');
-	SELECT wf_enqueue('up_run', '{"n": "running"}', step_name => 'parent');
+	INSERT INTO wf.job (queue, id, max_attempts, attempt_budget, status, attempt, run_at,
+	                    started_at, finished_at, owner_pid, pending_deps, has_dependents,
+	                    worker, result, last_error, step_name, idempotency_key, depends_on, payload)
+	VALUES ('up_done', 1, 5, 5, 'done', 1, now(), now(), now(), NULL, 0, false, 'old', '"r"', NULL, NULL, NULL, NULL, '{"n": "done"}'),
+	       ('up_dead', 2, 1, 1, 'failed', 1, now(), now(), now(), NULL, 0, false, 'old', NULL, 'boom', NULL, NULL, NULL, '{"n": "failed"}'),
+	       ('up', 3, 5, 5, 'pending', 0, now(), NULL, NULL, NULL, 0, false, NULL, NULL, NULL, NULL, 'pending', NULL, '{"n": "pending"}'),
+	       ('up_later', 4, 5, 5, 'pending', 0, now() + interval '1 day', NULL, NULL, NULL, 0, false, NULL, NULL, NULL, NULL, NULL, NULL, '{"n": "later"}'),
+	       ('up_run', 5, 5, 5, 'running', 1, now(), now(), NULL, 4242, 0, true, 'old', NULL, NULL, 'parent', NULL, NULL, '{"n": "running"}'),
+	       ('up_child', 6, 5, 5, 'blocked', 0, now(), NULL, NULL, NULL, 1, false, NULL, NULL, NULL, 'child', NULL, '{5}', '{"n": "child"}');
+	SELECT setval('wf.job_id_seq', 6);
+	INSERT INTO wf.ready (queue, priority, run_at, id)
+	     SELECT queue, priority, run_at, id FROM wf.job WHERE status = 'pending';
+	INSERT INTO wf.dependency VALUES (5, 'up_child', 6);
+	INSERT INTO wf.claim (queue, id, attempt, owner_session) VALUES ('up_run', 5, 1, 777);
 });
-my $worker = $node->background_psql('postgres');
-my $claimed = $worker->query_safe("SELECT id || ' ' || attempt FROM wf_claim('up_run', worker => 'old')");
-my ($pid_job, $pid_attempt) = split / /, $claimed;
-is($pid_attempt, '1', 'a worker claimed a job under 1.0');
-$node->safe_psql('postgres',
-	"SELECT wf_enqueue('up_child', '{\"n\": \"child\"}', step_name => 'child', depends_on => ARRAY[$pid_job])");
-is($node->safe_psql('postgres', q{SELECT count(*) FROM regexp_split_to_table(pg_get_function_result('wf_claim'::regproc), ', ')}),
-	'11', 'wf_claim has its 1.0 columns');
 
-# The 1.1 library with the 1.0 schema: a claim works, and the reaper
-# recovers the jobs of a lost session.
-$node->safe_psql('postgres', "SELECT wf_enqueue('up_lost', '{\"n\": \"lost\"}')");
-my $lost = $node->background_psql('postgres');
-my $lost_id = $lost->query_safe("SELECT id FROM wf_claim('up_lost')");
-ok($lost_id, 'a claim under 1.0 returns its columns');
-kill_client($lost);
-ok( $node->poll_query_until('postgres',
-		"SELECT status = 'pending' FROM wf.jobs WHERE id = $lost_id"),
-	'the reaper recovers a lost job of the 1.0 schema');
-is($node->safe_psql('postgres', 'SELECT wf_sweep() >= 0'), 't', 'wf_sweep works under 1.0');
-ok(!$node->log_contains(qr/ERROR/), 'no errors in the log from the worker under 1.0')
-  or diag(join("\n", grep { /ERROR/ } split /\n/, slurp_file($node->logfile)));
-
-my $jobs_sql = q{SELECT string_agg(concat_ws(' ', id, queue, status, attempt, payload, result, depends_on), E'\n' ORDER BY id) FROM wf.jobs};
+my $jobs_sql = q{SELECT string_agg(concat_ws(' ', id, queue, status, attempt, worker, payload, result, depends_on), E'\n' ORDER BY id) FROM wf.jobs};
 my $jobs_before = $node->safe_psql('postgres', $jobs_sql);
+like($jobs_before, qr/^5 up_run running 1 old /m, 'the 1.1 view shows the claim');
 
-# ---- the update, with the worker's claim open ----
-$node->safe_psql('postgres', 'ALTER EXTENSION pg_wf UPDATE');
+# ---- the update; seen inside its transaction, before the worker acts ----
+is( $node->safe_psql('postgres', "BEGIN; ALTER EXTENSION pg_wf UPDATE; $jobs_sql;"
+		  . " SELECT status || ' ' || attempt FROM wf.job WHERE id = 5; COMMIT;"),
+	"$jobs_before\npending 0",
+	'every job is as it was, the claimed one running at attempt 1; its job row is one attempt behind');
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"),
-	'1.1', 'updated to 1.1');
-is($node->safe_psql('postgres', $jobs_sql), $jobs_before, 'every job is as it was');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM regexp_split_to_table(pg_get_function_result('wf_claim'::regproc), ', ')}),
-	'13', 'wf_claim has its 1.1 columns');
-is($node->safe_psql('postgres', "SELECT status, waiting_for, events FROM wf.jobs WHERE id = $pid_job"),
-	'running||', 'wf.jobs has the new columns; the claimed job still runs');
+	'1.2', 'updated to 1.2');
 
-# The worker of 1.0 times completes its job in the same session.
-is($worker->query_safe("SELECT wf_heartbeat('up_run', $pid_job, 1)"), 't', 'its heartbeat still holds');
-is($worker->query_safe("SELECT wf_complete('up_run', $pid_job, 1, '{\"from\": \"parent\"}')"),
-	't', 'the job claimed before the update completes after it');
+# The worker now serves the database: the lost claim is recovered, its
+# attempt counted, and the job runs again and releases its child.
+ok( $node->poll_query_until('postgres',
+		"SELECT status = 'pending' FROM wf.jobs WHERE id = 5"),
+	'the claim of the gone session is recovered');
+like($node->safe_psql('postgres', "SELECT attempt || ' ' || last_error FROM wf.jobs WHERE id = 5"),
+	qr/^1 worker lost: session \(pid 4242\) ended during attempt 1$/, 'with its attempt counted');
+my $worker = $node->background_psql('postgres');
+is($worker->query_safe("SELECT id || ' ' || attempt FROM wf_claim('up_run', worker => 'new')"),
+	'5 2', 'claimed again at attempt 2');
+is($worker->query_safe("SELECT wf_complete('up_run', 5, 1, '{}')"), 'f', 'the old token is stale');
+is($worker->query_safe("SELECT wf_complete('up_run', 5, 2, '{\"from\": \"parent\"}')"),
+	't', 'the new one completes');
 is( $worker->query_safe("SELECT step_name || ' ' || inputs || ' ' || coalesce(checkpoints::text, '-') || ' ' || coalesce(events::text, '-') FROM wf_claim('up_child')"),
-	'child {"parent": {"from": "parent"}} - -', 'its dependent is released with its input; the new columns are NULL');
+	'child {"parent": {"from": "parent"}} - -', 'its dependent is released with its input');
 is($worker->query_safe("SELECT count(*) FROM wf_claim('up', max_jobs => 5)"), '1',
-	'the pending job of 1.0 is claimed');
-my $up_id = $node->safe_psql('postgres', "SELECT id FROM wf.jobs WHERE queue = 'up'");
-is($worker->query_safe("SELECT wf_checkpoint('up', $up_id, 1, 'half', '1')"), 'recorded',
-	'wf_checkpoint on a job enqueued under 1.0');
-is($worker->query_safe("SELECT wf_await_event('up', $up_id, 1, 'go')"), 'waiting', 'wf_await_event');
+	'the pending job of 1.1 is claimed');
+is($worker->query_safe("SELECT wf_checkpoint('up', 3, 1, 'half', '1')"), 'recorded',
+	'wf_checkpoint on a job enqueued under 1.1');
+is($worker->query_safe("SELECT wf_await_event('up', 3, 1, 'go')"), 'waiting', 'wf_await_event');
 is($node->safe_psql('postgres', "SELECT wf_signal('go', '\"now\"')"), '1', 'wf_signal wakes it');
 is( $worker->query_safe("SELECT attempt || ' ' || checkpoints || ' ' || events FROM wf_claim('up')"),
 	'2 {"half": 1} {"go": {"status": "signalled", "payload": "now"}}',
 	'claimed again with its checkpoint and event');
+is($node->safe_psql('postgres', "SELECT wf_enqueue('up', '{\"n\": \"pending\"}', idempotency_key => 'pending')"),
+	'3', 'an idempotency key of 1.1 is remembered');
 $worker->quit;
 
 # The new functions and views.
@@ -129,14 +135,14 @@ my $schema_sql = q{
 	    FROM pg_class c WHERE c.relnamespace = 'wf'::regnamespace) s};
 my $upgraded = $node->safe_psql('postgres', $schema_sql);
 my $fresh = $node->safe_psql('fresh', $schema_sql);
-is($upgraded, $fresh, 'the updated schema equals a fresh 1.1 install');
+is($upgraded, $fresh, 'the updated schema equals a fresh 1.2 install');
 is( $node->safe_psql('postgres', q{
 	SELECT array_agg(c::regclass::text ORDER BY c::regclass::text) FROM pg_extension, unnest(extconfig) c WHERE extname = 'pg_wf'}),
 	$node->safe_psql('fresh', q{
 	SELECT array_agg(c::regclass::text ORDER BY c::regclass::text) FROM pg_extension, unnest(extconfig) c WHERE extname = 'pg_wf'}),
 	'the same tables are dumped as in a fresh install');
 
-ok(!$node->log_contains(qr/ERROR/), 'no errors in the server log')
+ok(!$node->log_contains(qr/ERROR:  (?!.*older than its library)/), 'no other errors in the server log')
   or diag(join("\n", grep { /ERROR/ } split /\n/, slurp_file($node->logfile)));
 
 $node->stop;
