@@ -36,11 +36,14 @@ PreparedStatement claim_jobs(
     "          WHERE c.queue = $1 AND c.run_at <= $7"
     "          ORDER BY c.priority DESC, c.run_at, c.id"
     "          LIMIT $6 FOR UPDATE SKIP LOCKED))"
-    "  RETURNING r.id),"
+    "  RETURNING r.id, r.priority, r.run_at),"
+    // A ready row's key is its job's own priority and run_at; a row that
+    // does not match (none should) is used up without handing the job out.
     " claimed AS ("
     "  SELECT j.id, j.attempt + 1 AS attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
     "         j.priority, j.max_attempts, j.idempotency_key, j.depends_on, j.run_at, j.events"
     "    FROM wf.job j JOIN picked ON j.queue = $1 AND j.id = picked.id"
+    "     AND j.priority = picked.priority AND j.run_at = picked.run_at"
     "   WHERE j.status = 'pending'),"
     " owned AS ("
     "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at,"

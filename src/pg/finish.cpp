@@ -238,23 +238,21 @@ PreparedStatement lock_restored_parents(
 
 PreparedStatement restore_descendants(WF_RESTORE_SQL(WF_FORGIVE_DEBTS("restored")), {INT8OID});
 
-// A pending job leaves the ready set before its row changes: claims take
-// the ready row first, then the job, and so does this (no deadlock). Its
-// key is read first, unlocked: priority and run_at of a pending job do not
-// change while it stays pending.
-PreparedStatement read_ready_key(
-    "SELECT j.status = 'pending' AND NOT " WF_JOB_RUNNING("j") ", j.priority, j.run_at,"
-    "       j.status IN ('blocked', 'waiting')"
-    "  FROM wf.job j WHERE j.queue = $1 AND j.id = $2",
+// wf_cancel locks the job row first, as completions, the reaper and
+// wf_cancel_workflow do (a claim locks no job row). Locked, the job changes
+// status only by a claim taking its ready row; so a pending job's ready row
+// is taken next, waiting for a claimer that holds one. After that the job
+// is running (that claimer committed: it is flagged) or its ready row is
+// gone (taken here, or its claim was lost in a crash: it is cancelled).
+PreparedStatement lock_job(
+    "SELECT status = 'pending', priority, run_at FROM wf.job"
+    " WHERE queue = $1 AND id = $2 FOR NO KEY UPDATE",
     {TEXTOID, INT8OID});
 
+// The key of a pending job's ready row is its own priority and run_at.
 PreparedStatement leave_ready_set(
     "DELETE FROM wf.ready WHERE queue = $1 AND priority = $3 AND run_at = $4 AND id = $2",
     {TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID});
-
-// A pending job is cancelled only by the call that took it out of the ready
-// set ($3): otherwise it became pending (or was claimed) meanwhile, and the
-// caller looks again.
 
 // A running job is only flagged (it stays pending in its row).
 #define WF_RUNNING_J WF_JOB_RUNNING("j")
@@ -266,9 +264,8 @@ PreparedStatement cancel_job(
     "       last_error = CASE WHEN " WF_RUNNING_J " THEN j.last_error ELSE 'cancelled' END"
     " WHERE j.queue = $1 AND j.id = $2"
     "   AND j.status IN ('blocked', 'pending', 'waiting') AND NOT j.cancel_requested"
-    "   AND (j.status <> 'pending' OR $3 OR " WF_RUNNING_J ")"
     " RETURNING j.status",
-    {TEXTOID, INT8OID, BOOLOID});
+    {TEXTOID, INT8OID});
 
 }  // namespace
 
@@ -530,29 +527,16 @@ WF_SQL_FUNCTION(wf_cancel) {
 
     SpiConnection spi;
     bool cancelled = false;
-    // A few rounds at most: each one sees the job in a newer state.
-    for (int round = 0; round < 10; round++) {
-        Params<4> p;
-        p.set(0, PG_GETARG_DATUM(0));
-        p.set(1, PG_GETARG_DATUM(1));
-        if (read_ready_key.execute(p.values, p.nulls) != 1) break;  // no such job
-        bool was_pending = column_bool(0, 1);
-        // Blocked or waiting now, it may be made pending meanwhile (a parent
-        // completes, a signal arrives): the cancel then finds nothing to do,
-        // and looks again.
-        bool may_turn_pending = column_bool(0, 4);
-        bool left_ready_set = false;
-        if (was_pending) {
+    Params<4> p;
+    p.set(0, PG_GETARG_DATUM(0));
+    p.set(1, PG_GETARG_DATUM(1));
+    if (lock_job.execute(p.values, p.nulls) == 1) {
+        if (column_bool(0, 1)) {
             p.set(2, column(0, 2));
             p.set(3, column(0, 3));
-            left_ready_set = leave_ready_set.execute(p.values, p.nulls) == 1;
+            leave_ready_set.execute(p.values, p.nulls);
         }
-        Params<3> c;
-        c.set(0, PG_GETARG_DATUM(0));
-        c.set(1, PG_GETARG_DATUM(1));
-        c.set(2, BoolGetDatum(left_ready_set));
-        cancelled = cancel_job.execute(c.values, c.nulls) == 1;
-        if (cancelled || left_ready_set || (!was_pending && !may_turn_pending)) break;
+        cancelled = cancel_job.execute(p.values, p.nulls) == 1;
     }
     // A running job is only flagged: its dependents go when it stops.
     if (cancelled && column_text(0, 1) == "cancelled") cancel_dependents({id}, "was cancelled");

@@ -36,11 +36,10 @@ int64 settle_release_debts();
 bool complete_job(Datum queue, Datum id, Datum attempt, Datum result, bool result_is_null);
 
 // One reaper pass: recovers running jobs whose owner session is gone or
-// whose lease expired. Claims lost with the claim table (a crash, a
-// promotion) are looked for when its sentinel row is gone, or when
-// `look_for_lost_claims` (a scan of wf.job: the worker's first pass,
-// wf_sweep). Returns the number of jobs recovered.
-int64 sweep_database(bool look_for_lost_claims);
+// whose lease expired, and once after the claim table was emptied (a crash,
+// a promotion: its sentinel row is gone) the jobs whose claims went with
+// it. Returns the number of jobs recovered.
+int64 sweep_database();
 
 // One retention step: deletes up to `batch` finished jobs whose finish is
 // older than `keep_seconds`, walking job ids upwards from `*cursor` (ids grow

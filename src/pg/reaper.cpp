@@ -35,8 +35,11 @@ PreparedStatement recover_jobs(
     "                             lost.lease_expires_at, lost.attempt) END,"
     "    finished_at = CASE WHEN j.cancel_requested OR lost.attempt >= j.max_attempts THEN $2 END"
     "   FROM lost"
-    "  WHERE j.queue = lost.queue AND j.id = lost.id AND j.attempt + 1 = lost.attempt"
-    "    AND j.status = 'pending'"
+    "  WHERE j.queue = lost.queue AND j.id = lost.id"
+    "    AND ((j.attempt + 1 = lost.attempt AND j.status = 'pending')"
+    // A claim made by a 1.1 library (the server not restarted after the
+    // library was replaced): its job row says running at that attempt.
+    "         OR (j.attempt = lost.attempt AND j.status = 'running'))"
     "  RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
     // With the claims recovered go lost ones that hold no job at all (a job
     // deleted by hand): otherwise each pass would look at them again.
@@ -46,7 +49,8 @@ PreparedStatement recover_jobs(
     "                               WHERE r.queue = c.queue AND r.id = c.id AND r.attempt = c.attempt)"
     "                      OR NOT EXISTS (SELECT 1 FROM wf.job j"
     "                                      WHERE j.queue = c.queue AND j.id = c.id"
-    "                                        AND j.attempt + 1 = c.attempt AND j.status = 'pending'))),"
+    "                                        AND ((j.attempt + 1 = c.attempt AND j.status = 'pending')"
+    "                                             OR (j.attempt = c.attempt AND j.status = 'running'))))),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
     "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending' ON CONFLICT DO NOTHING)"
     " SELECT queue, id, status FROM recovered",
@@ -63,31 +67,34 @@ PreparedStatement recover_jobs(
 PreparedStatement claims_survived(
     "SELECT 1 FROM wf.claim WHERE queue = '' AND id = 0", {});
 
+// $2 says how the claims were lost. A row still marked running (written
+// by a 1.1 library, its attempt already counted) was lost too.
 PreparedStatement recover_orphans(
     "WITH orphan AS ("
-    "  SELECT j.queue, j.id, j.attempt FROM wf.job j"
-    "   WHERE j.status = 'pending'"
-    "     AND NOT EXISTS (SELECT 1 FROM wf.ready r"
-    "          WHERE r.queue = j.queue AND r.priority = j.priority AND r.run_at = j.run_at"
-    "            AND r.id = j.id)"
-    "     AND NOT EXISTS (SELECT 1 FROM wf.claim c"
-    "          WHERE c.queue = j.queue AND c.id = j.id AND c.attempt = j.attempt + 1)),"
+    "  SELECT j.queue, j.id, j.attempt AS seen, j.status AS seen_status,"
+    "         j.attempt + CASE WHEN j.status = 'running' THEN 0 ELSE 1 END AS attempt"
+    "    FROM wf.job j"
+    "   WHERE j.status = 'running'"
+    "      OR (j.status = 'pending'"
+    "          AND NOT EXISTS (SELECT 1 FROM wf.ready r"
+    "               WHERE r.queue = j.queue AND r.priority = j.priority AND r.run_at = j.run_at"
+    "                 AND r.id = j.id)"
+    "          AND NOT EXISTS (SELECT 1 FROM wf.claim c"
+    "               WHERE c.queue = j.queue AND c.id = j.id AND c.attempt = j.attempt + 1))),"
     " recovered AS ("
-    "  UPDATE wf.job j SET attempt = j.attempt + 1,"
+    "  UPDATE wf.job j SET attempt = o.attempt,"
     "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
-    "                  WHEN j.attempt + 1 >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
-    "    last_error = format('worker lost: the server restarted during attempt %s', j.attempt + 1),"
-    "    finished_at = CASE WHEN j.cancel_requested OR j.attempt + 1 >= j.max_attempts"
-    "                  THEN $1 END"
+    "                  WHEN o.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
+    "    last_error = format('worker lost: %s during attempt %s', $2, o.attempt),"
+    "    finished_at = CASE WHEN j.cancel_requested OR o.attempt >= j.max_attempts THEN $1 END"
     "   FROM orphan o"
-    "  WHERE j.queue = o.queue AND j.id = o.id AND j.attempt = o.attempt"
-    "    AND j.status = 'pending'"
+    "  WHERE j.queue = o.queue AND j.id = o.id AND j.attempt = o.seen AND j.status = o.seen_status"
     "  RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
     "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending' ON CONFLICT DO NOTHING),"
     " sentinel AS (INSERT INTO wf.claim VALUES ('', 0, 0, 0) ON CONFLICT DO NOTHING)"
     " SELECT queue, id, status FROM recovered",
-    {TIMESTAMPTZOID});
+    {TIMESTAMPTZOID, TEXTOID});
 
 // Wakes claimers of recovered jobs; returns the jobs that ended for good.
 void note_recovered(uint64 rows, std::vector<int64>* finished) {
@@ -171,15 +178,22 @@ bool schema_is_current() {
     });
 }
 
-int64 sweep_database(bool look_for_lost_claims) {
+namespace {
+uint64 recover_lost_claims(const char* how, std::vector<int64>* finished) {
+    Params<2> o;
+    o.set(0, clock_now());
+    o.set(1, text_datum(how));
+    uint64 recovered = recover_orphans.execute(o.values, o.nulls);
+    note_recovered(recovered, finished);
+    return recovered;
+}
+}  // namespace
+
+int64 sweep_database() {
     std::vector<int64> finished;
     uint64 recovered = 0;
-    if (look_for_lost_claims || claims_survived.execute(nullptr, nullptr) == 0) {
-        Params<1> o;
-        o.set(0, clock_now());
-        recovered += recover_orphans.execute(o.values, o.nulls);
-        note_recovered(recovered, &finished);
-    }
+    if (claims_survived.execute(nullptr, nullptr) == 0)
+        recovered += recover_lost_claims("the server restarted", &finished);
 
     uint64 owners = running_owners.execute(nullptr, nullptr);
     std::vector<int64> dead;
@@ -207,13 +221,25 @@ using namespace wf::pg;
 // due schedules); returns the jobs recovered.
 WF_SQL_FUNCTION(wf_sweep) {
     SpiConnection spi;
-    // By hand also the slow look for claims lost without a crash: jobs that
-    // ran when a dump was taken come back so after a restore.
-    int64 recovered = sweep_database(true);
+    int64 recovered = sweep_database();
     // The background worker's other duties, for a server without it.
     settle_release_debts();
     wake_timed_out_waits();
     fire_due_schedules();
+    spi.finish();
+    PG_RETURN_INT32(static_cast<int32>(recovered));
+}
+
+// wf_recover_lost_claims() -> int: jobs whose claim was lost without a
+// crash -- a dump restored while they ran (claims are not dumped) -- are
+// given back, their attempt counted. One scan of wf.job; run it once after
+// the restore has finished (not during it: before wf.ready is loaded every
+// pending job would look lost).
+WF_SQL_FUNCTION(wf_recover_lost_claims) {
+    SpiConnection spi;
+    std::vector<int64> finished;
+    uint64 recovered = recover_lost_claims("a dump was taken", &finished);
+    if (!finished.empty()) cancel_dependents(finished, "failed: its worker was lost");
     spi.finish();
     PG_RETURN_INT32(static_cast<int32>(recovered));
 }

@@ -150,16 +150,8 @@ void launcher_loop() {
 
 // Each body leaves a database whose schema is older than the library alone
 // (until ALTER EXTENSION pg_wf UPDATE).
-struct SweepStep {
-    // The first sweep of a worker also looks for claims lost without a
-    // crash (a restored dump, say): see sweep_database.
-    bool look_for_lost_claims = true;
-    int64 recovered = 0;
-};
-
-void sweep_body(void* context) {
-    SweepStep* step = static_cast<SweepStep*>(context);
-    step->recovered = 0;
+void sweep_body(void* recovered) {
+    *static_cast<int64*>(recovered) = 0;
     if (!schema_is_current()) {
         static bool told = false;
         if (!told)
@@ -173,8 +165,7 @@ void sweep_body(void* context) {
         return;
     }
     SpiConnection spi;
-    step->recovered = sweep_database(step->look_for_lost_claims);
-    step->look_for_lost_claims = false;
+    *static_cast<int64*>(recovered) = sweep_database();
     spi.finish();
 }
 
@@ -346,7 +337,6 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
     static char name[NAMEDATALEN] = "";
     static bool announced = false;
     static RetentionStep retention;
-    static SweepStep sweep;
 
     // An error in a pass (a deadlock, a statement cancelled by an admin) is
     // logged and the next pass runs as usual, as autovacuum does; without
@@ -407,8 +397,8 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
         }
         PushActiveSnapshot(GetTransactionSnapshot());
         pgstat_report_activity(STATE_RUNNING, "pg_wf sweep");
-        if (lock_relations_without_waiting()) run_guarded(sweep_body, &sweep);
-        int64 recovered = sweep.recovered;
+        int64 recovered = 0;
+        if (lock_relations_without_waiting()) run_guarded(sweep_body, &recovered);
         PopActiveSnapshot();
         CommitTransactionCommand();
         pgstat_report_activity(STATE_IDLE, nullptr);

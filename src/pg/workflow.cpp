@@ -85,13 +85,12 @@ PreparedStatement describe_workflow(
 // Cancelling a workflow. Its unfinished steps are locked first, in
 // (queue, id) order as completions lock the children they release: none of
 // them changes status until this transaction ends, except that a claimer
-// may still take a pending step's ready row (a claim reads job rows without
-// locking them). So the ready rows are taken next, waiting for a claimer
-// that holds one: after its commit that step is running, and is flagged.
-// A pending step is cancelled only if this transaction took its ready row
-// (or a crash lost its claim).
+// may still take a pending step's ready row (a claim locks no job row).
+// So their ready rows are taken next, waiting for a claimer that holds one:
+// after its commit that step is running, and is flagged. Only the steps
+// locked here are touched.
 PreparedStatement lock_workflow(
-    "SELECT 1 FROM wf.job WHERE workflow_id = $1"
+    "SELECT id FROM wf.job WHERE workflow_id = $1"
     "   AND status IN ('blocked', 'pending', 'waiting')"
     " ORDER BY queue, id FOR NO KEY UPDATE",
     {UUIDOID});
@@ -102,12 +101,22 @@ PreparedStatement unready_workflow(
     "   SELECT c.ctid FROM wf.job j"
     "     JOIN wf.ready c ON c.queue = j.queue AND c.priority = j.priority"
     "                    AND c.run_at = j.run_at AND c.id = j.id"
-    "    WHERE j.workflow_id = $1 AND j.status = 'pending'"
-    "      FOR UPDATE OF c))"
-    " RETURNING r.id",
-    {UUIDOID});
+    "    WHERE j.id = ANY ($1) AND j.status = 'pending'"
+    "      FOR UPDATE OF c))",
+    {INT8ARRAYOID});
 
+// Then, in a statement of its own (a fresh snapshot, after those waits):
+// the pending steps that are not running have no ready row left -- taken
+// above, or lost with a claim in a crash -- and are cancelled. Locked, none
+// of them can gain a ready row or a claim meanwhile.
 #define WF_RUNNING_J WF_JOB_RUNNING("j")
+PreparedStatement idle_steps(
+    "SELECT j.id FROM wf.job j"
+    " WHERE j.id = ANY ($1) AND j.status = 'pending' AND NOT " WF_RUNNING_J
+    "   AND NOT EXISTS (SELECT 1 FROM wf.ready r WHERE r.queue = j.queue"
+    "                      AND r.priority = j.priority AND r.run_at = j.run_at AND r.id = j.id)",
+    {INT8ARRAYOID});
+
 PreparedStatement cancel_steps(
     "UPDATE wf.job j"
     "   SET status = CASE WHEN " WF_RUNNING_J " THEN j.status ELSE 'cancelled' END,"
@@ -115,15 +124,11 @@ PreparedStatement cancel_steps(
     "       finished_at = CASE WHEN " WF_RUNNING_J " THEN NULL ELSE now() END,"
     "       last_error = CASE WHEN " WF_RUNNING_J " THEN j.last_error"
     "                         ELSE 'workflow cancelled' END"
-    " WHERE j.workflow_id = $1"
+    " WHERE j.id = ANY ($1)"
     "   AND (j.status IN ('blocked', 'waiting') OR j.id = ANY ($2)"
-    "        OR (" WF_RUNNING_J " AND NOT j.cancel_requested)"
-    // A claim lost in a crash, not recovered yet: pending without a ready row.
-    "        OR (j.status = 'pending' AND NOT " WF_RUNNING_J " AND NOT EXISTS ("
-    "            SELECT 1 FROM wf.ready r WHERE r.queue = j.queue AND r.priority = j.priority"
-    "               AND r.run_at = j.run_at AND r.id = j.id)))"
+    "        OR (" WF_RUNNING_J " AND NOT j.cancel_requested))"
     " RETURNING j.id, j.status = 'cancelled' AND j.has_dependents",
-    {UUIDOID, INT8ARRAYOID});
+    {INT8ARRAYOID, INT8ARRAYOID});
 
 // Of the steps just cancelled, those with a blocked dependent left: a job
 // outside the workflow that depends on them (the workflow's own steps are
@@ -272,13 +277,15 @@ WF_SQL_FUNCTION(wf_cancel_workflow) {
     if (workflow_exists.execute(p.values, p.nulls) != 1) no_such_workflow(id);
     uint64 cancelled = 0;
     std::vector<int64> parents;
-    lock_workflow.execute(p.values, p.nulls);
-    uint64 taken = unready_workflow.execute(p.values, p.nulls);
-    std::vector<int64> unready;
-    for (uint64 r = 0; r < taken; r++) unready.push_back(column_int64(r, 1));
+    auto ids = [](uint64 rows) {
+        std::vector<int64> v;
+        for (uint64 r = 0; r < rows; r++) v.push_back(column_int64(r, 1));
+        return int8_array(v);
+    };
     Params<2> c;
-    c.set(0, id);
-    c.set(1, int8_array(unready));
+    c.set(0, ids(lock_workflow.execute(p.values, p.nulls)));
+    unready_workflow.execute(c.values, c.nulls);
+    c.set(1, ids(idle_steps.execute(c.values, c.nulls)));
     uint64 rows = cancel_steps.execute(c.values, c.nulls);
     cancelled += rows;
     for (uint64 r = 0; r < rows; r++)

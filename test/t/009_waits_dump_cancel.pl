@@ -52,6 +52,7 @@ $node->safe_psql('postgres', q{
 $node->safe_psql('postgres', "SELECT wf_enqueue('dumped_run', '{}')");
 my $runner = $node->background_psql('postgres');
 is($runner->query_safe("SELECT attempt FROM wf_claim('dumped_run')"), '1', 'a job runs during the dump');
+my $running_at_dump = $node->safe_psql('postgres', "SELECT count(*) FROM wf.jobs WHERE status = 'running'");
 my $max_id = $node->safe_psql('postgres', 'SELECT max(id) FROM wf.job');
 my $dump = $node->basedir . '/wf.dump';
 $node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('postgres') ], 'pg_dump');
@@ -70,11 +71,16 @@ is( $node->safe_psql('restored',
 	'v|t', 'the restored queue is claimable, and a completes');
 is($node->safe_psql('restored', "SELECT status FROM wf.jobs WHERE queue = 'dumped' AND step_name = 'b'"),
 	'pending', 'the dependency edge came back: completing a releases b');
-# Its claim was not dumped: wf_sweep (or the worker's first pass after a
-# start) gives the job back, the attempt counted.
-$node->safe_psql('restored', 'SELECT wf_sweep()');
-is($node->safe_psql('restored', "SELECT status || ' ' || attempt FROM wf.jobs WHERE queue = 'dumped_run'"),
-	'pending 1', 'the job running at the dump is given back by wf_sweep, its attempt counted');
+# Its claim was not dumped: the job is stuck until wf_recover_lost_claims
+# gives it back, the attempt counted.
+is($node->safe_psql('restored', 'SELECT wf_sweep()'), '0', 'wf_sweep does not scan for it');
+is($node->safe_psql('restored', "SELECT count(*) FROM wf_claim('dumped_run')"), '0',
+	'the job running at the dump is not claimable after the restore');
+is($node->safe_psql('restored', 'SELECT wf_recover_lost_claims()'), $running_at_dump,
+	'wf_recover_lost_claims finds it (and every other job running at the dump)');
+is($node->safe_psql('restored', "SELECT status || ' ' || attempt || ' ' || last_error FROM wf.jobs WHERE queue = 'dumped_run'"),
+	'pending 1 worker lost: a dump was taken during attempt 1', 'given back, its attempt counted');
+is($node->safe_psql('restored', 'SELECT wf_recover_lost_claims()'), '0', 'and only once');
 is($node->safe_psql('restored', "SELECT attempt FROM wf_claim('dumped_run')"), '2',
 	'and claimed again at attempt 2');
 $runner->quit;
