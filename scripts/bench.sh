@@ -404,12 +404,13 @@ fi
 # ---------------------------------------------------------------- 8. WAL per job
 if want 8; then
 log "8. WAL bytes per job (claim+complete), $WAL_JOBS jobs, 4 clients"
-wal_run() {  # SIDE SCRIPT
-    local side=$1 l0 d0 d1 bytes
+wal_run() {  # SIDE SCRIPT [PGBENCH ARGS]
+    local side=$1 script=$2 l0 d0 d1 bytes
+    shift 2
     reset "$side"; fill "$side" bench $((WAL_JOBS + WAL_JOBS / 2)); settle
     d0=$(count_status "$side" bench done)
     l0=$(sql -c "SELECT pg_current_wal_insert_lsn()")
-    pgb 4 -f "$bench_src/$2" -D q=bench -t $((WAL_JOBS / 4)) >/dev/null
+    pgb 4 -f "$bench_src/$script" -D q=bench -t $((WAL_JOBS / 4)) "$@" >/dev/null
     bytes=$(sql -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$l0')")
     d1=$(count_status "$side" bench done)
     awk -v b="$bytes" -v j="$((d1 - d0))" 'BEGIN { printf "%.0f", (j > 0 ? b / j : 0) }'
@@ -418,6 +419,11 @@ walwf=$(wal_run wf wf_claim1.sql); walbase=$(wal_run base base_claim1.sql)
 log "  pg_wf $walwf, baseline $walbase bytes/job"
 row "WAL per job (claim+complete, 1 job/call)" "$walwf" "$walbase" "bytes, lower is better" \
     "pg_current_wal_insert_lsn() before/after $WAL_JOBS jobs, no checkpoint in between"
+walwfcc=$(wal_run wf wf_complete_claim1.sql -D id=0 -D attempt=0)
+walbasecc=$(wal_run base base_complete_claim1.sql -D id=0)
+log "  one commit per job: pg_wf $walwfcc, baseline $walbasecc bytes/job"
+row "WAL per job (complete + claim next in 1 call, 1 commit/job)" "$walwfcc" "$walbasecc" "bytes, lower is better" \
+    "wf_complete_and_claim vs the one-statement baseline"
 
 fi
 
