@@ -40,8 +40,7 @@ PreparedStatement claim_jobs(
     // A ready row's key is its job's own priority and run_at; a row that
     // does not match (none should) is used up without handing the job out.
     " claimed AS ("
-    "  SELECT j.id, j.attempt + 1 AS attempt, j.queue, j.payload, j.workflow_id, j.step_name,"
-    "         j.priority, j.max_attempts, j.idempotency_key, j.depends_on, j.run_at, j.events"
+    "  SELECT j.id, j.attempt + 1 AS attempt"
     "    FROM wf.job j JOIN picked ON j.queue = $1 AND j.id = picked.id"
     "     AND j.priority = picked.priority AND j.run_at = picked.run_at"
     "   WHERE j.status = 'pending'),"
@@ -57,20 +56,23 @@ PreparedStatement claim_jobs(
     "     lease_expires_at = excluded.lease_expires_at, worker = excluded.worker,"
     "     owner_pid = excluded.owner_pid, started_at = excluded.started_at"
     "   WHERE wf.claim.attempt < excluded.attempt"
-    "  RETURNING id)"
-    " SELECT id, attempt, queue, payload, workflow_id, step_name, priority, max_attempts,"
-    "        idempotency_key,"
+    "  RETURNING id, attempt)"
+    // The jobs are read again by key (the same snapshot): joining the two
+    // CTEs instead would compare every claimed row with every owned one.
+    " SELECT j.id, o.attempt, j.queue, j.payload, j.workflow_id, j.step_name, j.priority,"
+    "        j.max_attempts, j.idempotency_key,"
     // The results of the jobs it depended on, keyed by step name (or id).
-    "        CASE WHEN depends_on IS NOT NULL THEN"
+    "        CASE WHEN j.depends_on IS NOT NULL THEN"
     "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text),"
     "                                   coalesce(p.result, 'null'))"
-    "             FROM wf.job p WHERE p.id = ANY (claimed.depends_on)) END,"
+    "             FROM wf.job p WHERE p.id = ANY (j.depends_on)) END,"
     "        $7 + $5,"
     // Checkpoints of earlier attempts (a first claim has none to look for).
-    "        CASE WHEN attempt > 1 THEN"
+    "        CASE WHEN o.attempt > 1 THEN"
     "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))"
-    "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = claimed.id) END,"
-    "        events, run_at FROM claimed JOIN owned USING (id)",
+    "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = j.id) END,"
+    "        j.events, j.run_at"
+    "   FROM owned o JOIN wf.job j ON j.queue = $1 AND j.id = o.id",
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID});
 
 // When the next scheduled job of the queue becomes due, to bound a wait.

@@ -39,18 +39,25 @@ PreparedStatement complete_one(
     {TEXTOID, INT8OID, INT4OID, JSONBOID});
 
 // The same for many jobs of one queue, in one statement.
+// Each (id, attempt) finds its claim through the claim table's key: the
+// lateral subquery is kept apart (OFFSET 0) so that the planner cannot turn
+// it into a scan of every claim of the queue joined to the input.
 PreparedStatement complete_many(
     "WITH input AS ("
-    "  SELECT * FROM unnest($2::bigint[], $3::int[], $4::jsonb[]) AS t(id, attempt, result)),"
+    "  SELECT t.id, t.attempt, t.result, c.started_at, c.worker"
+    "    FROM unnest($2::bigint[], $3::int[], $4::jsonb[]) AS t(id, attempt, result),"
+    "         LATERAL (SELECT c.started_at, c.worker FROM wf.claim c"
+    "                   WHERE c.queue = $1 AND c.id = t.id AND c.attempt = t.attempt"
+    "                  OFFSET 0) AS c),"
     " finished AS ("
     " UPDATE wf.job j"
     "   SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END,"
-    "       attempt = c.attempt, started_at = c.started_at, worker = c.worker,"
+    "       attempt = i.attempt, started_at = i.started_at, worker = i.worker,"
     "       result = CASE WHEN j.cancel_requested THEN j.result ELSE i.result END,"
     "       finished_at = now(),"
     "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
     "                         ELSE j.last_error END"
-    "  FROM input i JOIN wf.claim c ON c.queue = $1 AND c.id = i.id AND c.attempt = i.attempt"
+    "  FROM input i"
     " WHERE j.queue = $1 AND j.id = i.id AND j.attempt + 1 = i.attempt AND j.status = 'pending'"
     " RETURNING j.id, j.status, j.has_dependents),"
     " released AS (DELETE FROM wf.claim c"
