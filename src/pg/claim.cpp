@@ -81,9 +81,7 @@ PreparedStatement next_due(
     {TEXTOID, TIMESTAMPTZOID});
 
 PreparedStatement read_claim(
-    "SELECT c.lease, j.cancel_requested FROM wf.job j"
-    "  JOIN wf.claim c ON c.queue = $1 AND c.id = $2 AND c.attempt = $3"
-    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'",
+    "SELECT c.lease, j.cancel_requested FROM wf.job j, wf.claim c WHERE " WF_TOKEN_HOLDS,
     {TEXTOID, INT8OID, INT4OID});
 
 // Leases live in the unlogged claim table: a renewal writes no WAL.

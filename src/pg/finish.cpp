@@ -23,14 +23,10 @@ namespace {
 PreparedStatement complete_one(
     "WITH finished AS ("
     " UPDATE wf.job j SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END,"
-    "       attempt = c.attempt, started_at = c.started_at, worker = c.worker,"
     "       result = CASE WHEN j.cancel_requested THEN j.result ELSE $4 END,"
     "       finished_at = now(),"
     "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
-    "                         ELSE j.last_error END"
-    "  FROM wf.claim c"
-    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'"
-    "   AND c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    "                         ELSE j.last_error END," WF_END_ATTEMPT
     " RETURNING j.id, j.attempt, j.status, j.has_dependents),"
     " released AS (DELETE FROM wf.claim c"
     "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"
@@ -148,24 +144,19 @@ PreparedStatement cancel_descendants(
     {INT8ARRAYOID, TEXTOID, INT8OID});
 
 PreparedStatement read_for_fail(
-    "SELECT k.attempt, j.max_attempts, j.cancel_requested,"
-    "       extract(epoch FROM coalesce(c.backoff_base, '1 second')),"
-    "       extract(epoch FROM coalesce(c.backoff_max, '1 hour'))"
-    "  FROM wf.job j JOIN wf.claim k ON k.queue = $1 AND k.id = $2 AND k.attempt = $3"
-    "  LEFT JOIN wf.queue_config c ON c.queue = $1"
-    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'"
+    "SELECT c.attempt, j.max_attempts, j.cancel_requested,"
+    "       extract(epoch FROM coalesce(q.backoff_base, '1 second')),"
+    "       extract(epoch FROM coalesce(q.backoff_max, '1 hour'))"
+    "  FROM wf.job j, wf.claim c LEFT JOIN wf.queue_config q ON q.queue = $1"
+    " WHERE " WF_TOKEN_HOLDS
     "   FOR NO KEY UPDATE OF j",
     {TEXTOID, INT8OID, INT4OID});
 
 PreparedStatement record_failure(
     "WITH failed AS ("
     " UPDATE wf.job j SET status = $4, last_error = $5,"
-    "       attempt = c.attempt, started_at = c.started_at, worker = c.worker,"
     "       run_at = CASE WHEN $4 = 'pending' THEN now() + make_interval(secs => $6) ELSE j.run_at END,"
-    "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END"
-    "  FROM wf.claim c"
-    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'"
-    "   AND c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+    "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END," WF_END_ATTEMPT
     " RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
     " released AS (DELETE FROM wf.claim c"
     "               WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"

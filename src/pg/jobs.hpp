@@ -12,6 +12,19 @@
     " WHERE rc.queue = " J ".queue AND rc.id = " J ".id AND rc.attempt = " J \
     ".attempt + 1))"
 
+// SQL over job row j and claim row c: the token ($1, $2, $3) holds, i.e.
+// attempt $3 of that job is running (its row says pending one attempt
+// behind, its claim holds $3).
+#define WF_TOKEN_HOLDS                                                        \
+    "j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'" \
+    " AND c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+
+// The end of an UPDATE wf.job j that ends attempt $3 (its last SET item,
+// FROM and WHERE): the job row takes the claim's attempt, worker and start.
+#define WF_END_ATTEMPT                                                           \
+    " attempt = c.attempt, started_at = c.started_at, worker = c.worker"        \
+    " FROM wf.claim c WHERE " WF_TOKEN_HOLDS
+
 namespace wf::pg {
 
 // Cancels, transitively, every blocked job that waits on one of `job_ids`,

@@ -16,10 +16,7 @@ namespace {
 // this attempt, running at the same time, either comes first (and the
 // token is stale) or waits for this checkpoint.
 PreparedStatement record_checkpoint(
-    "WITH job AS (SELECT 1 FROM wf.job j"
-    "               JOIN wf.claim c ON c.queue = $1 AND c.id = $2 AND c.attempt = $3"
-    "              WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3"
-    "                AND j.status = 'pending'"
+    "WITH job AS (SELECT 1 FROM wf.job j, wf.claim c WHERE " WF_TOKEN_HOLDS
     "              FOR SHARE OF j),"
     " recorded AS ("
     "  INSERT INTO wf.checkpoint (queue, job_id, step, output, attempt)"
@@ -31,19 +28,9 @@ PreparedStatement record_checkpoint(
 // The running attempt, locked: parking it must not race its completion or
 // its recovery.
 PreparedStatement lock_running(
-    "SELECT j.cancel_requested FROM wf.job j"
-    "  JOIN wf.claim c ON c.queue = $1 AND c.id = $2 AND c.attempt = $3"
-    " WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'"
+    "SELECT j.cancel_requested FROM wf.job j, wf.claim c WHERE " WF_TOKEN_HOLDS
     " FOR NO KEY UPDATE OF j",
     {TEXTOID, INT8OID, INT4OID});
-
-// The job row takes the claim's attempt, worker and start, as at every end
-// of an attempt (see complete_one in finish.cpp).
-#define WF_END_ATTEMPT \
-    " attempt = c.attempt, started_at = c.started_at, worker = c.worker" \
-    "  FROM wf.claim c" \
-    "  WHERE j.queue = $1 AND j.id = $2 AND j.attempt + 1 = $3 AND j.status = 'pending'" \
-    "    AND c.queue = $1 AND c.id = $2 AND c.attempt = $3"
 
 // Back to pending at $4 (its place in line), claim released. With an
 // event name in $5, the event is delivered, signalled with payload $6.
