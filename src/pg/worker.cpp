@@ -222,6 +222,16 @@ void releases_body(void* left) {
     spi.finish();
 }
 
+// After an ERROR in the worker: log it, roll back, and go on.
+void report_error_and_roll_back() {
+    HOLD_INTERRUPTS();
+    EmitErrorReport();
+    AbortCurrentTransaction();
+    FlushErrorState();
+    MemoryContextSwitchTo(TopMemoryContext);
+    RESUME_INTERRUPTS();
+}
+
 // One pass of the worker in a transaction of its own.
 // Every relation a pass may touch, locked up front without waiting. A pass
 // that waited for one of them while holding others could deadlock with a
@@ -259,12 +269,7 @@ void run_pass(const char* activity, GuardedBody body, void* context) {
     }
     PG_CATCH();
     {
-        HOLD_INTERRUPTS();
-        EmitErrorReport();
-        AbortCurrentTransaction();
-        FlushErrorState();
-        MemoryContextSwitchTo(TopMemoryContext);
-        RESUME_INTERRUPTS();
+        report_error_and_roll_back();
     }
     PG_END_TRY();
     pgstat_report_activity(STATE_IDLE, nullptr);
@@ -344,12 +349,7 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
     // ereport owns a C++ object (the passes run through run_guarded).
     sigjmp_buf recover;
     if (sigsetjmp(recover, 1) != 0) {
-        HOLD_INTERRUPTS();
-        EmitErrorReport();
-        AbortCurrentTransaction();
-        FlushErrorState();
-        MemoryContextSwitchTo(TopMemoryContext);
-        RESUME_INTERRUPTS();
+        report_error_and_roll_back();
         (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
                         sweep_interval_ms, PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
