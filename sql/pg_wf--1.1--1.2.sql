@@ -37,10 +37,18 @@ SELECT j.id, j.queue, CASE WHEN c.id IS NULL THEN j.status ELSE 'running' END AS
   LEFT JOIN wf.event_wait w ON j.status = 'waiting' AND w.queue = j.queue AND w.id = j.id
                            AND w.attempt = j.attempt;
 
--- The counts read only logged tables, so that they work on a hot standby
--- too (wf.jobs does not: unlogged tables cannot be read there): a pending job
--- without its ready row is running (or its claim was lost and awaits
--- recovery).
+-- The status the counting views show, from logged tables only, so that
+-- they work on a hot standby too (wf.jobs does not: unlogged tables cannot
+-- be read there): a pending job without its ready row is running (or its
+-- claim was lost and awaits recovery).
+CREATE VIEW wf.job_states AS
+SELECT j.queue, j.id, j.workflow_id, j.run_at, j.created_at, j.finished_at,
+       CASE WHEN j.status = 'pending' AND NOT EXISTS (
+                 SELECT 1 FROM wf.ready r WHERE r.queue = j.queue AND r.priority = j.priority
+                    AND r.run_at = j.run_at AND r.id = j.id)
+            THEN 'running' ELSE j.status END AS status
+  FROM wf.job j;
+
 CREATE OR REPLACE VIEW wf.queue_stats AS
 SELECT queue,
        count(*) FILTER (WHERE status = 'blocked')   AS blocked,
@@ -52,13 +60,7 @@ SELECT queue,
        count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
        now() - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= now())
                                                     AS oldest_ready_age
-  FROM (SELECT j.queue,
-               CASE WHEN j.status = 'pending' AND NOT EXISTS (
-                         SELECT 1 FROM wf.ready r WHERE r.queue = j.queue AND r.priority = j.priority
-                            AND r.run_at = j.run_at AND r.id = j.id)
-                    THEN 'running' ELSE j.status END AS status,
-               j.run_at
-          FROM wf.job j
+  FROM (SELECT queue, status, run_at FROM wf.job_states
         UNION ALL
         SELECT queue, NULL, NULL FROM wf.queue_config) AS q
  GROUP BY queue;
@@ -83,12 +85,7 @@ SELECT s.workflow_id, w.name,
                count(*) FILTER (WHERE status = 'failed')    AS failed,
                count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
                min(created_at) AS first_created, max(finished_at) AS last_finished
-          FROM (SELECT j.workflow_id, j.created_at, j.finished_at,
-                       CASE WHEN j.status = 'pending' AND NOT EXISTS (
-                                 SELECT 1 FROM wf.ready r WHERE r.queue = j.queue
-                                    AND r.priority = j.priority AND r.run_at = j.run_at AND r.id = j.id)
-                            THEN 'running' ELSE j.status END AS status
-                  FROM wf.job j WHERE j.workflow_id IS NOT NULL) AS j
+          FROM wf.job_states WHERE workflow_id IS NOT NULL
          GROUP BY workflow_id) AS s
   LEFT JOIN wf.workflow w ON w.id = s.workflow_id;
 
