@@ -97,7 +97,10 @@ stop_cluster() {
         as_pg "$BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
     fi
 }
-sql() { "$BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$sock" -p "$port" -U postgres -d bench "$@"; }
+# The database sql (and bench.sh's pgbench runs) use; bench.sh's history
+# section switches it to a second database for its empty-history runs.
+db=bench
+sql() { "$BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$sock" -p "$port" -U postgres -d "$db" "$@"; }
 
 # pg_wf's tables as CREATE EXTENSION leaves them (some hold a row from the
 # start), kept aside so that every run starts from that state, whatever the
