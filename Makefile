@@ -9,7 +9,7 @@ PGFILEDESC = "pg_wf - durable job queue and workflow engine"
 CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec.o src/core/cron.o
 PG_OBJS   = src/pg/module.o src/pg/guard.o src/pg/spi.o src/pg/args.o \
             src/pg/shared_state.o src/pg/ownership.o src/pg/wakeup.o \
-            src/pg/enqueue.o src/pg/claim.o src/pg/finish.o src/pg/reaper.o \
+            src/pg/enqueue.o src/pg/ready_set.o src/pg/claim.o src/pg/finish.o src/pg/reaper.o \
             src/pg/queue_config.o src/pg/queue_settings.o src/pg/worker.o \
             src/pg/workflow.o src/pg/steps.o src/pg/schedule.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)

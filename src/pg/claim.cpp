@@ -6,6 +6,7 @@
 #include "args.hpp"
 #include "jobs.hpp"
 #include "queue_settings.hpp"
+#include "ready_set.hpp"
 #include "shared_state.hpp"
 
 namespace wf::pg {
@@ -21,22 +22,14 @@ PreparedStatement count_running(
     " WHERE c.queue = $1 AND j.attempt + 1 = c.attempt AND j.status = 'pending'",
     {TEXTOID});
 
-// One statement: take ready rows in claim order, skipping those another
-// claimer holds, and record the attempt, its owner and lease in the
-// unlogged claim table. The job row is only read: removing the ready row is
-// all a claim writes to WAL (see pg_wf--1.1--1.2.sql). The pick is an array
-// built once (an InitPlan): as a joined subquery the planner may rerun it
-// per row, and each rerun would pick more jobs. The queue is named in every
+// After the ready rows are taken (ready_set.cpp), one statement: record the
+// attempt, its owner and lease in the unlogged claim table, and read the
+// jobs. The job row is only read: removing the ready row is all a claim
+// writes to WAL (see pg_wf--1.1--1.2.sql). The queue is named in every
 // reference to a job table, so the statement can be routed by queue.
 PreparedStatement claim_jobs(
     "WITH picked AS ("
-    "  DELETE FROM wf.ready r"
-    "   WHERE r.queue = $1 AND r.ctid = ANY (ARRAY("
-    "         SELECT c.ctid FROM wf.ready c"
-    "          WHERE c.queue = $1 AND c.run_at <= $7"
-    "          ORDER BY c.priority DESC, c.run_at, c.id"
-    "          LIMIT $6 FOR UPDATE SKIP LOCKED))"
-    "  RETURNING r.id, r.priority, r.run_at),"
+    "  SELECT * FROM unnest($7::bigint[], $8::int[], $9::timestamptz[]) AS p(id, priority, run_at)),"
     // A ready row's key is its job's own priority and run_at; a row that
     // does not match (none should) is used up without handing the job out.
     " claimed AS ("
@@ -47,7 +40,7 @@ PreparedStatement claim_jobs(
     " owned AS ("
     "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at,"
     "                        worker, owner_pid, started_at)"
-    "  SELECT $1, id, attempt, $3, $5, $7 + $5, $2, $4, $7 FROM claimed"
+    "  SELECT $1, id, attempt, $3, $5, $6 + $5, $2, $4, $6 FROM claimed"
     // A row some earlier attempt left behind is replaced; one of this
     // attempt is never: the claim row is what makes an attempt number
     // one owner's, and a job it would hand out twice is not handed out.
@@ -66,14 +59,15 @@ PreparedStatement claim_jobs(
     "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text),"
     "                                   coalesce(p.result, 'null'))"
     "             FROM wf.job p WHERE p.id = ANY (j.depends_on)) END,"
-    "        $7 + $5,"
+    "        $6 + $5,"
     // Checkpoints of earlier attempts (a first claim has none to look for).
     "        CASE WHEN o.attempt > 1 THEN"
     "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))"
     "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = j.id) END,"
     "        j.events, j.run_at"
     "   FROM owned o JOIN wf.job j ON j.queue = $1 AND j.id = o.id",
-    {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID});
+    {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID, INT8ARRAYOID,
+     INT4ARRAYOID, TIMESTAMPTZARRAYOID});
 
 // When the next scheduled job of the queue becomes due, to bound a wait.
 PreparedStatement next_due(
@@ -140,14 +134,27 @@ std::vector<ClaimedRow> claim_once(const ClaimRequest& req) {
     int limit = claim_limit(req, &lease, &has_lease);
     if (limit <= 0) return rows;
 
-    Params<7> p;
+    Datum now = clock_now();
+    std::vector<ReadyRow> ready = take_ready_rows(req.queue, DatumGetTimestampTz(now), limit);
+    if (ready.empty()) return rows;
+    std::vector<Datum> ids, priorities, run_ats;
+    for (const ReadyRow& r : ready) {
+        ids.push_back(Int64GetDatum(r.id));
+        priorities.push_back(Int32GetDatum(r.priority));
+        run_ats.push_back(TimestampTzGetDatum(r.run_at));
+    }
+    std::vector<bool> no_nulls(ready.size(), false);
+
+    Params<9> p;
     p.set(0, req.queue);
     p.set(1, req.worker);
     p.set(2, Int64GetDatum(session_owner_key()));
     p.set(3, Int32GetDatum(MyProcPid));
     if (has_lease) p.set(4, IntervalPGetDatum(&lease)); else p.set_null(4);
-    p.set(5, Int32GetDatum(limit));
-    p.set(6, clock_now());
+    p.set(5, now);
+    p.set(6, datum_array(ids, no_nulls, INT8OID));
+    p.set(7, datum_array(priorities, no_nulls, INT4OID));
+    p.set(8, datum_array(run_ats, no_nulls, TIMESTAMPTZOID));
     uint64 n = claim_jobs.execute(p.values, p.nulls);
     SPITupleTable* claimed = SPI_tuptable;
     if (n == 0) {

@@ -110,3 +110,23 @@ SELECT payload FROM wf_claim('claim_wait', wait => '10 seconds');
 SELECT clock_timestamp() AS t0 \gset
 SELECT count(*) AS claimed FROM wf_claim('claim_wait', wait => '100 ms');
 SELECT clock_timestamp() - :'t0'::timestamptz >= interval '90 ms' AS waited;
+
+-- A claim takes its ready rows without the executor (ready_set.cpp), yet
+-- with the executor's checks: a role that may not delete from wf.ready gets
+-- 42501, a read-only transaction 25006, and the job stays claimable.
+SELECT wf_enqueue('claim_checks', '{"n": "guarded"}') IS NOT NULL AS enqueued;
+CREATE ROLE claim_reader;
+GRANT USAGE ON SCHEMA wf TO claim_reader;
+GRANT SELECT ON ALL TABLES IN SCHEMA wf TO claim_reader;
+GRANT INSERT, UPDATE, DELETE ON wf.claim TO claim_reader;
+SET ROLE claim_reader;
+SELECT try_sql($$SELECT * FROM wf_claim('claim_checks')$$) AS without_delete;
+RESET ROLE;
+BEGIN READ ONLY;
+SELECT try_sql($$SELECT * FROM wf_claim('claim_checks')$$) AS read_only;
+COMMIT;
+SELECT status, attempt FROM wf.jobs WHERE queue = 'claim_checks';
+SELECT payload FROM wf_claim('claim_checks');
+REVOKE ALL ON ALL TABLES IN SCHEMA wf FROM claim_reader;
+REVOKE ALL ON SCHEMA wf FROM claim_reader;
+DROP ROLE claim_reader;
