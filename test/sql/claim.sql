@@ -130,3 +130,14 @@ SELECT payload FROM wf_claim('claim_checks');
 REVOKE ALL ON ALL TABLES IN SCHEMA wf FROM claim_reader;
 REVOKE ALL ON SCHEMA wf FROM claim_reader;
 DROP ROLE claim_reader;
+-- A ready set altered by hand is refused with 55000, never misread.
+BEGIN;
+ALTER TABLE wf.ready RENAME COLUMN run_at TO due_at;
+SELECT try_sql($$SELECT * FROM wf_claim('claim_checks')$$) AS renamed_column;
+ROLLBACK;
+BEGIN;
+DROP INDEX wf.ready_claim_order;
+SELECT try_sql($$SELECT * FROM wf_claim('claim_checks')$$) AS without_index;
+ROLLBACK;
+SELECT wf_enqueue('claim_checks', '{"n": "after"}') IS NOT NULL AS enqueued;
+SELECT payload FROM wf_claim('claim_checks');
