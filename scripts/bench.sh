@@ -4,7 +4,7 @@
 # commits (fsync=on, synchronous_commit=on). Prints one table, each figure
 # next to the baseline's, and writes it to .bench/results.md.
 #
-# Usage: scripts/bench.sh            full run, about 30 minutes on 2 cores
+# Usage: scripts/bench.sh            full run, about 25 minutes on 2 cores
 #                                    (15 of them writing 10M finished jobs)
 #        BENCH_QUICK=1 scripts/bench.sh   smoke run, about 2 minutes
 # Settings (environment):
