@@ -12,6 +12,13 @@ namespace {
 PreparedStatement running_owners(
     "SELECT DISTINCT owner_session FROM wf.claim WHERE queue <> ''", {});
 
+// SQL: job row J runs attempt A -- its row says pending one attempt behind
+// (1.2), or running at A: a claim made by a 1.1 library, the server not
+// restarted after the library was replaced.
+#define WF_RUNS_ATTEMPT(J, A)                                                      \
+    "((" J ".attempt + 1 = " A " AND " J ".status = 'pending') OR (" J ".attempt = " A \
+    " AND " J ".status = 'running'))"
+
 // The job row first, then its claim, as wf_complete does: no deadlock.
 // A recovered job keeps its run_at, and so its place in line.
 // The queue of every claim row names its job row, so this stays routable.
@@ -35,11 +42,7 @@ PreparedStatement recover_jobs(
     "                             lost.lease_expires_at, lost.attempt) END,"
     "    finished_at = CASE WHEN j.cancel_requested OR lost.attempt >= j.max_attempts THEN $2 END"
     "   FROM lost"
-    "  WHERE j.queue = lost.queue AND j.id = lost.id"
-    "    AND ((j.attempt + 1 = lost.attempt AND j.status = 'pending')"
-    // A claim made by a 1.1 library (the server not restarted after the
-    // library was replaced): its job row says running at that attempt.
-    "         OR (j.attempt = lost.attempt AND j.status = 'running'))"
+    "  WHERE j.queue = lost.queue AND j.id = lost.id AND " WF_RUNS_ATTEMPT("j", "lost.attempt")
     "  RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
     // With the claims recovered go lost ones that hold no job at all (a job
     // deleted by hand): otherwise each pass would look at them again.
@@ -49,8 +52,7 @@ PreparedStatement recover_jobs(
     "                               WHERE r.queue = c.queue AND r.id = c.id AND r.attempt = c.attempt)"
     "                      OR NOT EXISTS (SELECT 1 FROM wf.job j"
     "                                      WHERE j.queue = c.queue AND j.id = c.id"
-    "                                        AND ((j.attempt + 1 = c.attempt AND j.status = 'pending')"
-    "                                             OR (j.attempt = c.attempt AND j.status = 'running'))))),"
+    "                                        AND " WF_RUNS_ATTEMPT("j", "c.attempt") "))),"
     " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
     "           SELECT queue, priority, run_at, id FROM recovered WHERE status = 'pending' ON CONFLICT DO NOTHING)"
     " SELECT queue, id, status FROM recovered",
