@@ -7,13 +7,21 @@ DATA       = $(wildcard sql/pg_wf--*.sql)
 PGFILEDESC = "pg_wf - durable job queue and workflow engine"
 
 CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec.o src/core/cron.o
-PG_OBJS   = src/pg/module.o src/pg/guard.o src/pg/spi.o src/pg/args.o \
-            src/pg/shared_state.o src/pg/ownership.o src/pg/wakeup.o \
-            src/pg/enqueue.o src/pg/ready_set.o src/pg/claim.o src/pg/finish.o src/pg/reaper.o \
-            src/pg/queue_config.o src/pg/queue_settings.o src/pg/worker.o \
-            src/pg/workflow.o src/pg/steps.o src/pg/schedule.o
+# src/pg, by layer: base/ the C++/PostgreSQL boundary and SPI; jobs/ the job
+# state machine and what it keeps; api/ the SQL functions; runtime/ the
+# library's life in the server (shared memory, wake-ups, ownership, workers).
+BASE_OBJS    = src/pg/base/guard.o src/pg/base/spi.o src/pg/base/args.o
+JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o \
+               src/pg/jobs/queue_settings.o
+API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/pg/api/operate.o \
+               src/pg/api/steps.o src/pg/api/workflow.o src/pg/api/schedule.o
+RUNTIME_OBJS = src/pg/runtime/module.o src/pg/runtime/extension.o src/pg/runtime/shared_memory.o \
+               src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o \
+               src/pg/runtime/reaper.o src/pg/runtime/retention.o src/pg/runtime/worker.o
+PG_OBJS   = $(BASE_OBJS) $(JOBS_OBJS) $(API_OBJS) $(RUNTIME_OBJS)
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 
+PG_CPPFLAGS = -I$(srcdir)/src
 PG_CXXFLAGS = -std=c++17 -Wno-register -fno-omit-frame-pointer
 SHLIB_LINK  += -lstdc++
 

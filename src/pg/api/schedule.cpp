@@ -1,0 +1,184 @@
+// Cron schedules: wf_schedule / wf_unschedule, and the firing of due ticks
+// by the background worker (and wf_sweep). Times are UTC (src/core/cron.hpp).
+//
+// Exactly once per tick: a tick's job and the schedule's move to its next
+// run commit together, and the job carries the idempotency key
+// 'schedule:<name>:<tick, epoch seconds>' in its queue, so no second
+// firing of the same tick (a restarted worker, a promoted standby, a
+// concurrent wf_sweep) can enqueue it again. After downtime a schedule
+// fires once, for its latest missed tick, and moves to the next one after now.
+#include "core/cron.hpp"
+#include "core/error.hpp"
+#include "core/validation.hpp"
+#include "pg/base/args.hpp"
+#include "pg/jobs/job_state.hpp"
+#include "pg/runtime/wakeup.hpp"
+
+namespace wf::pg {
+namespace {
+
+PreparedStatement upsert_schedule(
+    "INSERT INTO wf.schedule (name, cron, queue, payload, next_run_at)"
+    " VALUES ($1, $2, $3, $4, $5)"
+    " ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, queue = excluded.queue,"
+    "   payload = excluded.payload, next_run_at = excluded.next_run_at, updated_at = now()",
+    {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID});
+
+PreparedStatement delete_schedule("DELETE FROM wf.schedule WHERE name = $1", {TEXTOID});
+
+// Due schedules, each locked: a second firer skips it, and after the first
+// commits finds it moved on (the re-check of next_run_at).
+PreparedStatement due_schedules(
+    "SELECT name, cron, queue, payload, next_run_at FROM wf.schedule"
+    " WHERE next_run_at <= $1 ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED",
+    {TIMESTAMPTZOID});
+
+PreparedStatement fire_tick(
+    "WITH job AS ("
+    " INSERT INTO wf.job (queue, status, payload, run_at, max_attempts, attempt_budget,"
+    "                     idempotency_key)"
+    " SELECT $2, 'pending', $3, $4, m, m, $5"
+    "   FROM (SELECT coalesce((SELECT c.max_attempts FROM wf.queue_config c"
+    "                          WHERE c.queue = $2), 5) AS m) AS budget"
+    " ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+    " RETURNING queue, priority, run_at, id),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM job ON CONFLICT DO NOTHING),"
+    " moved AS (UPDATE wf.schedule SET last_run_at = $4, next_run_at = $6,"
+    "                  last_job_id = coalesce((SELECT id FROM job), last_job_id)"
+    "            WHERE name = $1)"
+    " SELECT count(*) FROM job",
+    {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID});
+
+constexpr int64 kPostgresEpochOffset =
+    int64{POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE} * SECS_PER_DAY;
+
+int64 to_unix_seconds(TimestampTz t) {
+    // Floor division: times before 2000 are negative.
+    int64 seconds = t / USECS_PER_SEC - (t % USECS_PER_SEC < 0 ? 1 : 0);
+    return seconds + kPostgresEpochOffset;
+}
+
+TimestampTz from_unix_seconds(int64 s) {
+    return (s - kPostgresEpochOffset) * USECS_PER_SEC;
+}
+
+// The first fire time after `now`, or NULL (Datum 0, *never = true).
+Datum next_run(const core::CronSchedule& schedule, TimestampTz now, bool* never) {
+    std::optional<int64> next = schedule.next_after(to_unix_seconds(now));
+    *never = !next;
+    return next ? TimestampTzGetDatum(from_unix_seconds(*next)) : 0;
+}
+
+// The latest fire time not after `now`, from `due` (a fire time not after
+// `now`) on: after downtime, the one tick that runs. Minute by minute at
+// worst; a schedule missed for longer than the walk fires for the tick the
+// walk reached.
+TimestampTz latest_tick(const core::CronSchedule& schedule, TimestampTz due, TimestampTz now) {
+    constexpr int kMaxWalk = 1000000;  // two years of a minute-by-minute schedule
+    int64 tick = to_unix_seconds(due);
+    int64 limit = to_unix_seconds(now);
+    for (int i = 0; i < kMaxWalk; i++) {
+        std::optional<int64> next = schedule.next_after(tick);
+        if (!next || *next > limit) break;
+        tick = *next;
+    }
+    return tick == to_unix_seconds(due) ? due : from_unix_seconds(tick);
+}
+
+}  // namespace
+
+int64 fire_due_schedules() {
+    struct Due {
+        std::string name, cron, queue;
+        Datum payload;  // in SPI memory, alive until SPI_finish
+        TimestampTz tick;
+    };
+    TimestampTz now = GetCurrentTimestamp();
+    Params<1> d;
+    d.set(0, TimestampTzGetDatum(now));
+    std::vector<Due> due(due_schedules.execute(d.values, d.nulls));
+    for (size_t r = 0; r < due.size(); r++)
+        due[r] = {column_text(r, 1), column_text(r, 2), column_text(r, 3), column(r, 4),
+                  DatumGetTimestampTz(column(r, 5))};
+
+    int64 fired = 0;
+    for (const Due& schedule : due) {
+        // Checked at wf_schedule; a row edited by hand may still be wrong.
+        // It then stops (next_run NULL) rather than failing every pass.
+        bool never = true;
+        Datum next = 0;
+        TimestampTz tick = schedule.tick;
+        try {
+            core::CronSchedule cron = core::CronSchedule::parse(schedule.cron);
+            tick = latest_tick(cron, schedule.tick, now);
+            next = next_run(cron, now, &never);
+        } catch (const core::Error& e) {
+            call([&] {
+                ereport(WARNING,
+                        (errmsg("pg_wf: schedule \"%s\" has a bad cron expression; it is stopped",
+                                schedule.name.c_str()),
+                         errdetail("%s", e.what())));
+            });
+        }
+        std::string key = "schedule:" + schedule.name + ":" + std::to_string(to_unix_seconds(tick));
+        Params<6> p;
+        p.set(0, text_datum(schedule.name));
+        p.set(1, text_datum(schedule.queue));
+        p.set(2, schedule.payload);
+        p.set(3, TimestampTzGetDatum(tick));
+        p.set(4, text_datum(key));
+        if (never) p.set_null(5); else p.set(5, next);
+        fire_tick.execute(p.values, p.nulls);
+        if (column_int64(0, 1) > 0) {
+            fired++;
+            note_queue_ready(schedule.queue.data(), schedule.queue.size());
+        }
+    }
+    return fired;
+}
+
+}  // namespace wf::pg
+
+using namespace wf;
+using namespace wf::pg;
+
+// wf_schedule(name, cron, queue, payload) -> timestamptz: the next run.
+WF_SQL_FUNCTION(wf_schedule) {
+    core::validate_label(text_arg(fcinfo, 0, "name"), "name");
+    std::string_view cron = text_arg(fcinfo, 1, "cron");
+    queue_arg(fcinfo, 2);
+    Datum payload = payload_arg(fcinfo, 3, "payload");
+    core::CronSchedule schedule = core::CronSchedule::parse(cron);
+    if (!schedule.can_fire())
+        throw core::Error(core::sqlstate::invalid_parameter,
+                          "cron expression \"" + std::string(cron) + "\" never fires",
+                          {}, "No date matches its day-of-month and month fields.");
+    bool never = true;
+    Datum next = next_run(schedule, GetCurrentTimestamp(), &never);
+    if (never)
+        throw core::Error(core::sqlstate::invalid_parameter,
+                          "cron expression \"" + std::string(cron) + "\" never fires");
+
+    SpiConnection spi;
+    Params<5> p;
+    p.set(0, PG_GETARG_DATUM(0));
+    p.set(1, PG_GETARG_DATUM(1));
+    p.set(2, PG_GETARG_DATUM(2));
+    p.set(3, payload);
+    p.set(4, next);
+    upsert_schedule.execute(p.values, p.nulls);
+    spi.finish();
+    PG_RETURN_TIMESTAMPTZ(DatumGetTimestampTz(next));
+}
+
+// wf_unschedule(name) -> boolean: whether there was such a schedule.
+WF_SQL_FUNCTION(wf_unschedule) {
+    text_arg(fcinfo, 0, "name");
+    SpiConnection spi;
+    Params<1> p;
+    p.set(0, PG_GETARG_DATUM(0));
+    bool removed = delete_schedule.execute(p.values, p.nulls) == 1;
+    spi.finish();
+    PG_RETURN_BOOL(removed);
+}

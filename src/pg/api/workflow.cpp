@@ -1,0 +1,304 @@
+// Workflows: a DAG of steps submitted in one call (wf_submit), read back
+// (wf_workflow) and cancelled as a whole (wf_cancel_workflow). Steps are
+// ordinary jobs that share a workflow_id; the DAG is the dependency edges
+// wf_enqueue(depends_on) creates too, so claims and completions of steps
+// take the same path, at the same cost, as any job's.
+#include "core/error.hpp"
+#include "core/validation.hpp"
+#include "core/workflow_spec.hpp"
+#include "pg/base/args.hpp"
+#include "pg/jobs/job_state.hpp"
+#include "pg/runtime/wakeup.hpp"
+
+namespace wf::pg {
+namespace {
+
+// The whole workflow in one statement: ids drawn in step order, edges mapped
+// from step positions to ids, each step's depends_on, the ready rows of the
+// steps without predecessors, and the workflow's row. Arrays carry one
+// element per step ($1..$8) or per edge ($9, $10; 1-based step positions).
+PreparedStatement insert_workflow(
+    "WITH wid AS MATERIALIZED (SELECT gen_random_uuid() AS id),"
+    " s AS MATERIALIZED ("
+    "  SELECT t.n, nextval('wf.job_id_seq') AS id, t.queue, t.step_name, t.payload,"
+    "         t.priority, t.max_attempts, t.run_at, t.pending_deps, t.has_dependents"
+    "    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[],"
+    "                $6::timestamptz[], $7::int[], $8::bool[]) WITH ORDINALITY"
+    "         AS t(queue, step_name, payload, priority, max_attempts, run_at, pending_deps,"
+    "              has_dependents, n)"
+    "   ORDER BY t.n),"
+    " e AS MATERIALIZED ("
+    "  SELECT p.id AS parent_id, c.queue AS child_queue, c.id AS child_id"
+    "    FROM unnest($9::int[], $10::int[]) AS x(parent_n, child_n)"
+    "    JOIN s p ON p.n = x.parent_n JOIN s c ON c.n = x.child_n),"
+    " d AS (SELECT child_id, array_agg(parent_id ORDER BY parent_id) AS depends_on"
+    "         FROM e GROUP BY child_id),"
+    " job AS ("
+    "  INSERT INTO wf.job (queue, id, status, payload, run_at, priority, max_attempts,"
+    "                      attempt_budget, workflow_id, step_name, depends_on, pending_deps,"
+    "                      has_dependents)"
+    "  SELECT s.queue, s.id, CASE WHEN s.pending_deps > 0 THEN 'blocked' ELSE 'pending' END,"
+    "         s.payload::jsonb, coalesce(s.run_at, now()), s.priority,"
+    "         coalesce(s.max_attempts, c.max_attempts, 5),"
+    "         coalesce(s.max_attempts, c.max_attempts, 5),"
+    "         (SELECT id FROM wid), s.step_name, d.depends_on, s.pending_deps, s.has_dependents"
+    "    FROM s LEFT JOIN d ON d.child_id = s.id"
+    "           LEFT JOIN wf.queue_config c ON c.queue = s.queue"
+    "   ORDER BY s.n"
+    "  RETURNING queue, priority, run_at, id, status),"
+    " edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
+    "           SELECT parent_id, child_queue, child_id FROM e),"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
+    "           SELECT queue, priority, run_at, id FROM job WHERE status = 'pending'"
+    "           ON CONFLICT DO NOTHING),"
+    " head AS (INSERT INTO wf.workflow (id, name, steps) SELECT id, $11, $12 FROM wid)"
+    " SELECT (SELECT id FROM wid),"
+    "        ARRAY(SELECT DISTINCT queue FROM job WHERE status = 'pending')",
+    {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
+     TIMESTAMPTZARRAYOID, INT4ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTOID,
+     INT4OID});
+
+// The workflow's summary row (wf.workflows) and every step, in id order
+// (the submitted order). Timestamps are in the caller's time zone, as
+// to_jsonb prints them.
+PreparedStatement describe_workflow(
+    "SELECT jsonb_build_object("
+    "  'workflow_id', w.workflow_id, 'name', w.name, 'status', w.status,"
+    "  'started_at', w.started_at, 'finished_at', w.finished_at,"
+    "  'cancelled_at', w.cancelled_at,"
+    "  'counts', jsonb_build_object('steps', w.steps, 'blocked', w.blocked,"
+    "     'pending', w.pending, 'running', w.running, 'waiting', w.waiting, 'done', w.done,"
+    "     'failed', w.failed, 'cancelled', w.cancelled),"
+    "  'steps', (SELECT jsonb_agg(jsonb_build_object("
+    "        'name', j.step_name, 'id', j.id, 'queue', j.queue, 'status', j.status,"
+    "        'attempt', j.attempt, 'max_attempts', j.max_attempts,"
+    "        'after', (SELECT jsonb_agg(coalesce(p.step_name, p.id::text) ORDER BY p.id)"
+    "                    FROM wf.job p WHERE p.id = ANY (j.depends_on)),"
+    "        'run_at', j.run_at, 'created_at', j.created_at, 'started_at', j.started_at,"
+    "        'finished_at', j.finished_at, 'last_error', j.last_error, 'result', j.result,"
+    "        'waiting_for', j.waiting_for, 'events', j.events, 'worker', j.worker)"
+    "        ORDER BY j.id)"
+    "     FROM wf.jobs j WHERE j.workflow_id = $1))"
+    "  FROM wf.workflows w WHERE w.workflow_id = $1",
+    {UUIDOID});
+
+// Cancelling a workflow. Its unfinished steps are locked first, in
+// (queue, id) order as completions lock the children they release: none of
+// them changes status until this transaction ends, except that a claimer
+// may still take a pending step's ready row (a claim locks no job row).
+// So their ready rows are taken next, waiting for a claimer that holds one:
+// after its commit that step is running, and is flagged. Only the steps
+// locked here are touched.
+PreparedStatement lock_workflow(
+    "SELECT id FROM wf.job WHERE workflow_id = $1"
+    "   AND status IN ('blocked', 'pending', 'waiting')"
+    " ORDER BY queue, id FOR NO KEY UPDATE",
+    {UUIDOID});
+
+PreparedStatement unready_workflow(
+    "DELETE FROM wf.ready r"
+    " WHERE r.ctid = ANY (ARRAY("
+    "   SELECT c.ctid FROM wf.job j"
+    "     JOIN wf.ready c ON c.queue = j.queue AND c.priority = j.priority"
+    "                    AND c.run_at = j.run_at AND c.id = j.id"
+    "    WHERE j.id = ANY ($1) AND j.status = 'pending'"
+    "      FOR UPDATE OF c))",
+    {INT8ARRAYOID});
+
+// Then, in a statement of its own (a fresh snapshot, after those waits):
+// the pending steps that are not running have no ready row left -- taken
+// above, or lost with a claim in a crash -- and are cancelled. Locked, none
+// of them can gain a ready row or a claim meanwhile.
+#define WF_RUNNING_J WF_JOB_RUNNING("j")
+PreparedStatement idle_steps(
+    "SELECT j.id FROM wf.job j"
+    " WHERE j.id = ANY ($1) AND j.status = 'pending' AND NOT " WF_RUNNING_J
+    "   AND NOT EXISTS (SELECT 1 FROM wf.ready r WHERE r.queue = j.queue"
+    "                      AND r.priority = j.priority AND r.run_at = j.run_at AND r.id = j.id)",
+    {INT8ARRAYOID});
+
+PreparedStatement cancel_steps(
+    "UPDATE wf.job j"
+    "   SET status = CASE WHEN " WF_RUNNING_J " THEN j.status ELSE 'cancelled' END,"
+    "       cancel_requested = " WF_RUNNING_J ","
+    "       finished_at = CASE WHEN " WF_RUNNING_J " THEN NULL ELSE now() END,"
+    "       last_error = CASE WHEN " WF_RUNNING_J " THEN j.last_error"
+    "                         ELSE 'workflow cancelled' END"
+    " WHERE j.id = ANY ($1)"
+    "   AND (j.status IN ('blocked', 'waiting') OR j.id = ANY ($2)"
+    "        OR (" WF_RUNNING_J " AND NOT j.cancel_requested))"
+    " RETURNING j.id, j.status = 'cancelled' AND j.has_dependents",
+    {INT8ARRAYOID, INT8ARRAYOID});
+
+// Of the steps just cancelled, those with a blocked dependent left: a job
+// outside the workflow that depends on them (the workflow's own steps are
+// cancelled already).
+PreparedStatement parents_of_outsiders(
+    "SELECT DISTINCT d.parent_id FROM wf.dependency d"
+    "  JOIN wf.job c ON c.queue = d.child_queue AND c.id = d.child_id"
+    " WHERE d.parent_id = ANY ($1) AND c.status = 'blocked'",
+    {INT8ARRAYOID});
+
+PreparedStatement mark_cancelled(
+    "UPDATE wf.workflow SET cancelled_at = coalesce(cancelled_at, now()) WHERE id = $1",
+    {UUIDOID});
+
+PreparedStatement workflow_exists(
+    "SELECT 1 WHERE EXISTS (SELECT 1 FROM wf.workflow WHERE id = $1)"
+    "    OR EXISTS (SELECT 1 FROM wf.job WHERE workflow_id = $1)",
+    {UUIDOID});
+
+Datum uuid_arg(FunctionCallInfo fcinfo, int n, const char* name) {
+    core::require_not_null(PG_ARGISNULL(n), name);
+    return PG_GETARG_DATUM(n);
+}
+
+[[noreturn]] void no_such_workflow(Datum id) {
+    char* text = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, id)); });
+    throw core::Error("42704", std::string("workflow ") + text + " does not exist",
+                      {}, "Workflow ids are returned by wf_submit; wf.workflows lists them.");
+}
+
+// A step's run_at text as a timestamptz; an error names the step.
+Datum parse_run_at(const core::StepSpec& step) {
+    try {
+        return call([&] {
+            return DirectFunctionCall3(timestamptz_in, CStringGetDatum(step.run_at->c_str()),
+                                       ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+        });
+    } catch (const PgError& e) {
+        std::string message = e.data()->message ? e.data()->message : "invalid timestamp";
+        throw core::Error(core::sqlstate::invalid_parameter,
+                          "step \"" + step.name + "\": run_at is not a valid time: " + message,
+                          {}, "Give run_at as an ISO 8601 timestamp, e.g. \"2026-12-01T10:00:00Z\".");
+    }
+}
+
+}  // namespace
+}  // namespace wf::pg
+
+using namespace wf;
+using namespace wf::pg;
+
+// wf_submit(spec jsonb) -> uuid
+WF_SQL_FUNCTION(wf_submit) {
+    core::require_not_null(PG_ARGISNULL(0), "spec");
+    Datum spec_datum = PG_GETARG_DATUM(0);
+    const char* spec_text = call([&] {
+        Jsonb* spec = DatumGetJsonbP(spec_datum);
+        return JsonbToCString(nullptr, &spec->root, VARSIZE(spec));
+    });
+    core::WorkflowSpec spec =
+        core::parse_workflow_spec(spec_text, static_cast<size_t>(max_payload_size));
+
+    size_t n = spec.steps.size();
+    std::vector<Datum> queues(n), names(n), payloads(n), priorities(n), max_attempts(n),
+        run_ats(n), pending_deps(n), has_dependents(n);
+    std::vector<bool> no_nulls, max_attempts_null(n), run_at_null(n);
+    std::vector<bool> is_parent(n, false);
+    std::vector<Datum> edge_parents, edge_children;
+    for (size_t i = 0; i < n; i++)
+        for (size_t parent : spec.steps[i].after) {
+            is_parent[parent] = true;
+            edge_parents.push_back(Int32GetDatum(static_cast<int32>(parent + 1)));
+            edge_children.push_back(Int32GetDatum(static_cast<int32>(i + 1)));
+        }
+    for (size_t i = 0; i < n; i++) {
+        const core::StepSpec& step = spec.steps[i];
+        queues[i] = text_datum(step.queue);
+        names[i] = text_datum(step.name);
+        payloads[i] = text_datum(step.payload_json);
+        priorities[i] = Int32GetDatum(step.priority);
+        max_attempts_null[i] = !step.max_attempts;
+        max_attempts[i] = Int32GetDatum(step.max_attempts.value_or(0));
+        run_at_null[i] = !step.run_at;
+        run_ats[i] = step.run_at ? parse_run_at(step) : 0;
+        pending_deps[i] = Int32GetDatum(static_cast<int32>(step.after.size()));
+        has_dependents[i] = BoolGetDatum(is_parent[i]);
+    }
+
+    SpiConnection spi;
+    Params<12> p;
+    p.set(0, datum_array(queues, no_nulls, TEXTOID));
+    p.set(1, datum_array(names, no_nulls, TEXTOID));
+    p.set(2, datum_array(payloads, no_nulls, TEXTOID));
+    p.set(3, datum_array(priorities, no_nulls, INT4OID));
+    p.set(4, datum_array(max_attempts, max_attempts_null, INT4OID));
+    p.set(5, datum_array(run_ats, run_at_null, TIMESTAMPTZOID));
+    p.set(6, datum_array(pending_deps, no_nulls, INT4OID));
+    p.set(7, datum_array(has_dependents, no_nulls, BOOLOID));
+    p.set(8, datum_array(edge_parents, no_nulls, INT4OID));
+    p.set(9, datum_array(edge_children, no_nulls, INT4OID));
+    if (spec.name) p.set(10, text_datum(*spec.name)); else p.set_null(10);
+    p.set(11, Int32GetDatum(static_cast<int32>(n)));
+    insert_workflow.execute(p.values, p.nulls);
+
+    // The id outlives SPI: copy it into the caller's memory context.
+    pg_uuid_t id;
+    std::memcpy(&id, DatumGetUUIDP(column(0, 1)), sizeof id);
+    Datum ready_queues = column(0, 2);
+    call([&] {
+        ArrayType* array = DatumGetArrayTypeP(ready_queues);
+        Datum* items;
+        bool* nulls;
+        int count;
+        deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
+        for (int i = 0; i < count; i++) {
+            text* q = DatumGetTextPP(items[i]);
+            note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
+        }
+    });
+    spi.finish();
+    pg_uuid_t* result = call([&] { return static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t))); });
+    *result = id;
+    PG_RETURN_UUID_P(result);
+}
+
+// wf_workflow(workflow_id uuid) -> jsonb: the workflow and every step.
+WF_SQL_FUNCTION(wf_workflow) {
+    Datum id = uuid_arg(fcinfo, 0, "workflow_id");
+    SpiConnection spi;
+    Params<1> p;
+    p.set(0, id);
+    if (describe_workflow.execute(p.values, p.nulls) != 1) no_such_workflow(id);
+    // SPI_returntuple's counterpart for one value: copied out of SPI memory.
+    Datum described = column(0, 1);
+    Datum result = call([&] { return SPI_datumTransfer(described, false, -1); });
+    spi.finish();
+    PG_RETURN_DATUM(result);
+}
+
+// wf_cancel_workflow(workflow_id uuid) -> int: steps cancelled or flagged.
+WF_SQL_FUNCTION(wf_cancel_workflow) {
+    Datum id = uuid_arg(fcinfo, 0, "workflow_id");
+    SpiConnection spi;
+    Params<1> p;
+    p.set(0, id);
+    if (workflow_exists.execute(p.values, p.nulls) != 1) no_such_workflow(id);
+    uint64 cancelled = 0;
+    std::vector<int64> parents;
+    auto ids = [](uint64 rows) {
+        std::vector<int64> v;
+        for (uint64 r = 0; r < rows; r++) v.push_back(column_int64(r, 1));
+        return int8_array(v);
+    };
+    Params<2> c;
+    c.set(0, ids(lock_workflow.execute(p.values, p.nulls)));
+    unready_workflow.execute(c.values, c.nulls);
+    c.set(1, ids(idle_steps.execute(c.values, c.nulls)));
+    uint64 rows = cancel_steps.execute(c.values, c.nulls);
+    cancelled += rows;
+    for (uint64 r = 0; r < rows; r++)
+        if (column_bool(r, 2)) parents.push_back(column_int64(r, 1));
+    if (!parents.empty()) {
+        Params<1> o;
+        o.set(0, int8_array(parents));
+        uint64 rows = parents_of_outsiders.execute(o.values, o.nulls);
+        std::vector<int64> outside;
+        for (uint64 r = 0; r < rows; r++) outside.push_back(column_int64(r, 1));
+        if (!outside.empty()) cancel_dependents(outside, "was cancelled");
+    }
+    mark_cancelled.execute(p.values, p.nulls);
+    spi.finish();
+    PG_RETURN_INT32(static_cast<int32>(cancelled));
+}

@@ -1,0 +1,118 @@
+#include "pg/base/spi.hpp"
+
+#include <stdexcept>
+
+namespace wf::pg {
+
+void spi_connect() {
+    int rc = call([] { return SPI_connect(); });
+    if (rc != SPI_OK_CONNECT) throw std::runtime_error("SPI_connect failed");
+}
+
+void spi_finish() {
+    call([] { SPI_finish(); });
+}
+
+PreparedStatement::PreparedStatement(const char* sql, std::initializer_list<Oid> argument_types)
+    : sql_(sql), argument_types_(argument_types) {}
+
+Rows PreparedStatement::execute(const Datum* values, const char* nulls) {
+    if (plan_ == nullptr) {
+        SPIPlanPtr plan = call([&] {
+            // Generic plans: the plan cache would otherwise replan every call
+            // whose custom plan looks cheaper, which for these statements is all.
+            SPIPlanPtr p = SPI_prepare_cursor(sql_, static_cast<int>(argument_types_.size()),
+                                              argument_types_.data(), CURSOR_OPT_GENERIC_PLAN);
+            if (p == nullptr)
+                elog(ERROR, "pg_wf: could not prepare statement: %s",
+                     SPI_result_code_string(SPI_result));
+            SPI_keepplan(p);
+            return p;
+        });
+        plan_ = plan;
+    }
+    int rc = call([&] {
+        return SPI_execute_plan(plan_, const_cast<Datum*>(values), nulls, false, 0);
+    });
+    if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
+    return Rows(SPI_tuptable, SPI_processed);
+}
+
+int Rows::position(const char* column) const {
+    int n = table_ ? SPI_fnumber(table_->tupdesc, column) : SPI_ERROR_NOATTRIBUTE;
+    if (n <= 0)
+        throw std::logic_error(std::string("pg_wf: a statement has no column \"") + column + "\"");
+    return n;
+}
+
+bool Rows::is_null(uint64 row, const char* column) const {
+    bool isnull = false;
+    SPI_getbinval(table_->vals[row], table_->tupdesc, position(column), &isnull);
+    return isnull;
+}
+
+Datum Rows::datum(uint64 row, const char* column) const {
+    bool isnull = false;
+    Datum d = SPI_getbinval(table_->vals[row], table_->tupdesc, position(column), &isnull);
+    return isnull ? 0 : d;
+}
+
+int64 Rows::int64_at(uint64 row, const char* column) const {
+    return DatumGetInt64(datum(row, column));
+}
+int32 Rows::int32_at(uint64 row, const char* column) const {
+    return DatumGetInt32(datum(row, column));
+}
+bool Rows::bool_at(uint64 row, const char* column) const {
+    return DatumGetBool(datum(row, column));
+}
+
+std::string Rows::text_at(uint64 row, const char* column) const {
+    if (is_null(row, column)) return {};
+    Datum d = datum(row, column);
+    text* t = call([&] { return DatumGetTextPP(d); });
+    return std::string(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
+void Rows::free() {
+    SPITupleTable* table = table_;
+    table_ = nullptr;
+    count_ = 0;
+    if (table) call([&] { SPI_freetuptable(table); });
+}
+
+Datum int8_array(const std::vector<int64>& values) {
+    std::vector<Datum> items;
+    items.reserve(values.size());
+    for (int64 v : values) items.push_back(Int64GetDatum(v));
+    return call([&] {
+        return PointerGetDatum(construct_array(items.data(), static_cast<int>(items.size()),
+                                               INT8OID, 8, true, TYPALIGN_DOUBLE));
+    });
+}
+
+Datum datum_array(const std::vector<Datum>& values, const std::vector<bool>& nulls,
+                  Oid element_type) {
+    int n = static_cast<int>(values.size());
+    std::vector<char> null_flags(values.size());
+    for (size_t i = 0; i < nulls.size() && i < values.size(); i++) null_flags[i] = nulls[i];
+    return call([&] {
+        int16 length;
+        bool by_value;
+        char align;
+        get_typlenbyvalalign(element_type, &length, &by_value, &align);
+        int dims[1] = {n};
+        int lower_bounds[1] = {1};
+        return PointerGetDatum(construct_md_array(
+            const_cast<Datum*>(values.data()), reinterpret_cast<bool*>(null_flags.data()), 1,
+            dims, lower_bounds, element_type, length, by_value, align));
+    });
+}
+
+Datum text_datum(std::string_view s) {
+    return call([&] {
+        return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
+    });
+}
+
+}  // namespace wf::pg

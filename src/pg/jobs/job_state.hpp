@@ -1,0 +1,205 @@
+// The job state machine: every move of a job between states, and the SQL
+// fragments that keep its invariants, written once. The SQL functions in
+// src/pg/api read their arguments and call these; the reaper and the
+// worker call them too. Everything here runs inside an open SPI scope.
+//
+//              enqueue                                  retry (operator)
+//     +-----------+-----------+              +-----------------------------+
+//     v                       v              |                             |
+//  blocked --- release ---> pending --- claim ---> running --- complete --> done
+//     |     (last parent     ^  ^                 |  |  |
+//     |        done)         |  +--- fail (retry, | park (snooze)
+//     |                      |       backoff) ----+  |  |
+//     |                      +--- recover: owner  |  |  +--- park (await) --> waiting
+//     |                      |    gone, lease out,|  |                          |
+//     |                      |    claim lost -----+  +--- fail (spent,          |
+//     |                      +--- signal or timeout ------ permanent) --> failed
+//     |                                                                         
+//     +--- cancel, or a parent failed/cancelled ---------------------> cancelled
+//          (pending and waiting jobs too; a running job is flagged and
+//          ends cancelled whichever way it stops)
+//  failed/cancelled --- retry ---> pending or blocked; the jobs its failure
+//          cancelled come back blocked on it (restore, dependencies.hpp)
+//
+// Invariants, and the fragment that keeps each:
+//  * a pending job that no claim holds has exactly one row in wf.ready, keyed
+//    (queue, priority, run_at, id) by the job's own values: WF_SQL_ENTER_READY,
+//    WF_SQL_READY_ROW_OF;
+//  * a running job's row says `pending` one attempt behind, and its claim row
+//    (unlogged wf.claim) holds the running attempt -- a claim writes no job
+//    row (pg_wf.sql): WF_SQL_ROW_RUNS, WF_SQL_JOB_RUNNING;
+//  * every worker write is fenced by the token (queue, id, attempt):
+//    WF_SQL_TOKEN_HOLDS; the end of an attempt writes the claim's attempt
+//    into the job row and removes the claim: WF_SQL_END_ATTEMPT,
+//    WF_SQL_END_CLAIM;
+//  * locks are taken job row first, then its claim or ready row, children
+//    in (queue, id) order: no two transitions deadlock.
+#pragma once
+
+#include <optional>
+
+#include "pg/base/spi.hpp"
+
+// The default budget of attempts (wf_configure_queue's max_attempts).
+#define WF_DEFAULT_MAX_ATTEMPTS 5
+#define WF_SQL_DEFAULT_MAX_ATTEMPTS "5"
+static_assert(WF_DEFAULT_MAX_ATTEMPTS == 5, "WF_SQL_DEFAULT_MAX_ATTEMPTS says 5");
+
+// SQL: job row J runs attempt A -- it says pending one attempt behind.
+#define WF_SQL_ROW_RUNS(J, A) "(" J ".attempt + 1 = " A " AND " J ".status = 'pending')"
+
+// SQL: job row J is running (a claim holds its next attempt).
+#define WF_SQL_JOB_RUNNING(J)                                                      \
+    "(" J ".status = 'pending' AND EXISTS (SELECT 1 FROM wf.claim rc"              \
+    " WHERE rc.queue = " J ".queue AND rc.id = " J ".id AND " WF_SQL_ROW_RUNS(J, "rc.attempt") "))"
+
+// SQL over job row j and claim row c: the token ($1, $2, $3) holds.
+#define WF_SQL_TOKEN_HOLDS                                                         \
+    "j.queue = $1 AND j.id = $2 AND " WF_SQL_ROW_RUNS("j", "$3")                   \
+    " AND c.queue = $1 AND c.id = $2 AND c.attempt = $3"
+
+// The end of an UPDATE wf.job j that ends attempt $3 (its last SET item,
+// FROM and WHERE): the job row takes the claim's attempt, worker and start.
+#define WF_SQL_END_ATTEMPT                                                         \
+    " attempt = c.attempt, started_at = c.started_at, worker = c.worker"         \
+    " FROM wf.claim c WHERE " WF_SQL_TOKEN_HOLDS
+
+// A CTE `released` that removes the claim of token ($1, $2, $3) once the
+// CTE named CHANGED (the job row's update) changed the row.
+#define WF_SQL_END_CLAIM(CHANGED)                                                  \
+    " released AS (DELETE FROM wf.claim c"                                         \
+    " WHERE c.queue = $1 AND c.id = $2 AND c.attempt = $3"                         \
+    " AND EXISTS (SELECT 1 FROM " CHANGED "))"
+
+// A CTE `ready` that gives the jobs of CTE FROM (columns queue, priority,
+// run_at, id and, with the filter, status) their ready rows. The _NEW form
+// is for jobs just inserted: their new ids cannot conflict, and ON CONFLICT
+// would make every insert a speculative one (an index check and a WAL
+// record more).
+#define WF_SQL_ENTER_READY(FROM, WHERE)                                            \
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"                \
+    " SELECT queue, priority, run_at, id FROM " FROM " " WHERE " ON CONFLICT DO NOTHING)"
+#define WF_SQL_ENTER_READY_NEW(FROM, WHERE)                                        \
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"                \
+    " SELECT queue, priority, run_at, id FROM " FROM " " WHERE ")"
+#define WF_SQL_IF_PENDING "WHERE status = 'pending'"
+
+// SQL: ready row R is the one of job row J.
+#define WF_SQL_READY_ROW_OF(J, R)                                                  \
+    R ".queue = " J ".queue AND " R ".priority = " J ".priority AND " R            \
+    ".run_at = " J ".run_at AND " R ".id = " J ".id"
+
+namespace wf::pg {
+
+// The current time as a timestamptz Datum; claims and sweeps use the clock,
+// not the transaction start, so a long wait sees jobs that became due.
+inline Datum clock_now() { return TimestampTzGetDatum(GetCurrentTimestamp()); }
+
+// The fencing token of a worker write: attempt `attempt` of job (queue, id).
+struct FencingToken {
+    Datum queue;             // text
+    std::string_view queue_name;
+    int64 id;
+    int32 attempt;
+};
+
+// ---- enqueue: -> pending, blocked, or cancelled (a failed dependency) ----
+struct NewJob {
+    Datum queue = 0;
+    const char* status = "pending";
+    Datum payload = 0;
+    std::optional<Datum> run_at;  // none: now
+    int32 priority = 0;
+    int32 max_attempts = WF_DEFAULT_MAX_ATTEMPTS;
+    std::optional<Datum> idempotency_key, workflow_id, step_name;
+    std::vector<int64> depends_on;  // sorted, unique
+    int32 pending_deps = 0;
+    std::string last_error;    // empty: none
+    int64 cancelled_by = 0;    // a failed dependency, or 0
+};
+// The new job's id; none when its idempotency key is taken (the insert
+// waited for a racing one to commit).
+std::optional<int64> insert_job(const NewJob& job);
+// The job that holds an idempotency key, and whether its payload is `payload`.
+struct KeyHolder {
+    int64 id;
+    bool same_payload;
+};
+std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload);
+// One pending job per element of a jsonb array, in order; their ids.
+std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts);
+
+// ---- claim: pending -> running ----
+constexpr int kClaimColumns = 13;  // wf_claim's result columns
+struct ClaimedJob {
+    Datum values[kClaimColumns];
+    bool nulls[kClaimColumns];
+    int32 priority;
+    TimestampTz run_at;
+    int64 id;
+};
+struct ClaimOwner {
+    Datum worker;                 // text
+    std::optional<Interval> lease;
+};
+// Takes up to `limit` due jobs of the queue for this session, in claim
+// order (priority desc, run_at, id).
+std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int limit);
+// Running jobs of the queue (for max_running).
+int64 count_running(Datum queue);
+// Milliseconds until the queue's next scheduled job is due, or -1.
+long ms_until_next_due(Datum queue);
+// The claim still holds: extends its lease (by `extend`, else its own);
+// false for a stale token or a requested cancellation.
+bool heartbeat(const FencingToken& token, const Interval* extend);
+
+// ---- the end of an attempt: running -> done, pending, failed, cancelled ----
+// Completes the attempt; false for a stale token. *done: it ended done (not
+// cancelled by a request while it ran). Releases or cancels dependents.
+bool complete_job(const FencingToken& token, std::optional<Datum> result, bool* done = nullptr);
+// The same for many attempts of one queue; the ids that ended done.
+std::vector<int64> complete_jobs(Datum queue, Datum ids, Datum attempts, std::optional<Datum> results);
+// Fails the attempt: retried after `retry_in_seconds` (none: the queue's
+// backoff), failed when spent or permanent, cancelled when requested.
+// Returns the new status, or nullptr for a stale token.
+const char* fail_job(const FencingToken& token, Datum error, std::optional<double> retry_in_seconds,
+                     bool permanent);
+
+// ---- park: running -> pending (snooze) or waiting (await) ----
+// Locks the running attempt; none for a stale token, else whether its
+// cancellation was requested (it must then complete, not park).
+std::optional<bool> lock_running_attempt(const FencingToken& token);
+// Back to pending at `run_at`; with an event, it is delivered (signalled
+// with `payload`, JSON null if none). The parked attempt is not spent.
+void park_as_pending(const FencingToken& token, Datum run_at, std::optional<Datum> event,
+                     std::optional<Datum> payload);
+// Waiting for `event` (until `timeout`, if any).
+void park_as_waiting(const FencingToken& token, Datum event, const Interval* timeout);
+// waiting -> pending: the jobs waiting on `event` (signalled with `payload`),
+// or with no event those whose timeout passed. Returns the jobs woken.
+int64 wake_waiting_jobs(std::optional<Datum> event, std::optional<Datum> payload);
+
+// ---- recover: running -> pending, or failed when spent ----
+// Owner keys of the sessions that hold claims.
+std::vector<int64> claim_owner_keys();
+// Recovers the claims of the owners in `dead_owners` and those whose lease
+// expired. The ids of the jobs that ended (failed, cancelled) are appended
+// to `finished`; returns the jobs recovered.
+int64 recover_claims(const std::vector<int64>& dead_owners, std::vector<int64>* finished);
+// Whether the claim table survived since the last look (it is unlogged: a
+// crash or a promotion empties it, sentinel row included).
+bool claims_survived();
+// Recovers jobs whose claim was lost (`how`: "the server restarted"...),
+// their attempt counted, and plants the sentinel row.
+int64 recover_lost_claims(const char* how, std::vector<int64>* finished);
+
+// ---- operator actions ----
+// blocked/pending/waiting -> cancelled; running: flagged. False if none.
+bool cancel_job(Datum queue, int64 id);
+// failed/cancelled -> pending or blocked, with a fresh attempt budget; the
+// jobs its failure cancelled come back blocked on it.
+bool retry_job(Datum queue, int64 id);
+// Every unfinished step of a workflow: cancelled, or flagged if running.
+int32 cancel_workflow_steps(Datum workflow_id);
+
+}  // namespace wf::pg

@@ -1,0 +1,27 @@
+// Per-queue settings as claims and enqueues need them, cached per backend.
+// They are the hottest paths: reading wf.queue_config there on every call
+// cost a statement (or a subquery) per job. wf_configure_queue sends a relcache invalidation for
+// wf.queue_config at commit, which empties every backend's cache before its
+// next transaction reads it. (Settings changed by a direct UPDATE of the
+// table are seen after the next invalidation: use wf_configure_queue.)
+#pragma once
+
+#include "pg/base/postgres.hpp"
+
+namespace wf::pg {
+
+struct QueueSettings {
+    bool paused = false;
+    bool has_max_running = false;  // the claim then locks and re-reads the row
+    bool has_lease = false;
+    Interval lease{};
+    int32 max_attempts = 5;  // of a job enqueued without its own
+};
+
+// Reads through the cache; must run inside an open SpiConnection.
+QueueSettings queue_settings(Datum queue);
+
+// Called by wf_configure_queue after it changed a queue's row.
+void invalidate_queue_settings();
+
+}  // namespace wf::pg

@@ -1,0 +1,125 @@
+#include "pg/runtime/extension.hpp"
+
+#include "core/error.hpp"
+#include "pg/base/guard.hpp"
+#include "pg/runtime/shared_memory.hpp"
+#include "pg/runtime/wakeup.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "utils/fmgroids.h"
+#include "utils/syscache.h"
+}
+
+namespace wf::pg {
+namespace {
+
+enum class SchemaState { current, missing, older, newer };
+
+// Only `current` is kept: any other answer is read again at the next call
+// (it is an error path, or a worker pass that does nothing).
+bool known_current = false;
+bool callbacks_registered = false;
+
+// An ALTER EXTENSION, DROP or CREATE EXTENSION changes relations (relcache
+// invalidations) or functions (pg_proc invalidations); pg_extension itself
+// has no syscache that could tell us.
+void forget_version(Datum, Oid) { known_current = false; }
+void forget_version_on_proc(Datum, int, uint32) { known_current = false; }
+
+// "1.12" -> {1, 12}; anything unparsable sorts first.
+std::pair<long, long> parse_version(const char* v) {
+    char* end = nullptr;
+    long major = std::strtol(v, &end, 10);
+    long minor = (end && *end == '.') ? std::strtol(end + 1, nullptr, 10) : 0;
+    return {major, minor};
+}
+
+// Plain C: runs inside call(). The version as palloc'd text, or nullptr.
+char* installed_version() {
+    Relation rel = table_open(ExtensionRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+                CStringGetDatum("pg_wf"));
+    SysScanDesc scan = systable_beginscan(rel, ExtensionNameIndexId, true, nullptr, 1, &key);
+    HeapTuple tuple = systable_getnext(scan);
+    char* version = nullptr;
+    if (HeapTupleIsValid(tuple)) {
+        bool isnull = true;
+        Datum d = heap_getattr(tuple, Anum_pg_extension_extversion, RelationGetDescr(rel), &isnull);
+        if (!isnull) version = text_to_cstring(DatumGetTextPP(d));
+    }
+    systable_endscan(scan);
+    table_close(rel, AccessShareLock);
+    return version;
+}
+
+SchemaState read_schema_state() {
+    if (!callbacks_registered) {
+        call([] {
+            CacheRegisterRelcacheCallback(forget_version, 0);
+            CacheRegisterSyscacheCallback(PROCOID, forget_version_on_proc, 0);
+        });
+        callbacks_registered = true;
+    }
+    if (known_current) return SchemaState::current;
+    char* version = call([] { return installed_version(); });
+    if (version == nullptr) return SchemaState::missing;
+    auto v = parse_version(version);
+    if (v < parse_version(WF_OLDEST_SCHEMA_VERSION)) return SchemaState::older;
+    if (v > parse_version(WF_SCHEMA_VERSION)) return SchemaState::newer;
+    known_current = true;
+    return SchemaState::current;
+}
+
+}  // namespace
+
+bool schema_is_current() { return read_schema_state() == SchemaState::current; }
+
+void require_current_schema() {
+    switch (read_schema_state()) {
+        case SchemaState::current:
+            return;
+        case SchemaState::missing:
+            throw core::Error("55000", "pg_wf is not created in this database", {},
+                              "Run CREATE EXTENSION pg_wf.");
+        case SchemaState::older:
+            throw core::Error("55000",
+                              "pg_wf's SQL objects in this database are older than its library",
+                              "The library serves versions " WF_OLDEST_SCHEMA_VERSION
+                              " to " WF_SCHEMA_VERSION " of the extension.",
+                              "Run ALTER EXTENSION pg_wf UPDATE.");
+        case SchemaState::newer:
+            throw core::Error("55000",
+                              "pg_wf's SQL objects in this database are newer than its library",
+                              "The library serves versions " WF_OLDEST_SCHEMA_VERSION
+                              " to " WF_SCHEMA_VERSION " of the extension.",
+                              "Install the pg_wf library of the extension's version and "
+                              "restart the server.");
+    }
+}
+
+}  // namespace wf::pg
+
+using namespace wf::pg;
+
+// Run by CREATE EXTENSION: tells whether crash recovery is automatic here.
+WF_SQL_FUNCTION(wf_after_create) {
+    if (!shared_memory_ready()) {
+        // A WARNING: CREATE EXTENSION hides NOTICEs of its script.
+        call([] {
+            ereport(WARNING,
+                    (errmsg("pg_wf is not in shared_preload_libraries: jobs of sessions that "
+                            "die are recovered only when wf_sweep() is called"),
+                     errhint("Add pg_wf to shared_preload_libraries and restart the server to "
+                             "run the background worker and wake waiting claimers at once.")));
+        });
+    } else {
+        wake_launcher_at_commit();
+    }
+    PG_RETURN_VOID();
+}

@@ -1,0 +1,25 @@
+// The extension's own lifecycle: which versions of pg_wf's SQL objects this
+// library serves, and what CREATE EXTENSION says about crash recovery.
+#pragma once
+
+#include "pg/base/postgres.hpp"
+
+// The versions of the extension's SQL objects this library can serve: the
+// running state in wf.claim came with 1.2; 1.3 dropped a dead column.
+#define WF_OLDEST_SCHEMA_VERSION "1.2"
+#define WF_SCHEMA_VERSION "1.3"
+
+namespace wf::pg {
+
+// Whether pg_wf is created in this database at a version this library
+// serves. Read from pg_extension and cached per backend until a catalog
+// change (relcache or function invalidation) could have changed it.
+bool schema_is_current();
+
+// The same as an error for SQL functions: 55000 with the hint to update
+// (or to install the matching library). Until ALTER EXTENSION pg_wf UPDATE
+// has run, every function refuses: a 1.1 claim is a job row that this
+// library no longer reads.
+void require_current_schema();
+
+}  // namespace wf::pg

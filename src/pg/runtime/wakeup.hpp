@@ -1,0 +1,29 @@
+// Commit-time wake-ups of waiting claimers, the worker and the launcher.
+// Plain C-style code: none of these throws or ereports.
+#pragma once
+
+#include "pg/base/postgres.hpp"
+
+namespace wf::pg {
+
+// From _PG_init, so that noting a queue never allocates or fails.
+void register_wakeup_callback();
+uint32 queue_hash(const char* queue, size_t length);
+// Jobs became ready in this queue: waiting claimers are woken once the
+// current transaction commits (never before, never on abort).
+void note_queue_ready(const char* queue, size_t length);
+inline void note_queue_ready(std::string_view queue) { note_queue_ready(queue.data(), queue.size()); }
+// A claimer waiting on a queue registers itself, then sleeps on its latch.
+void begin_waiting(uint32 queue_hash);
+void end_waiting();
+// CREATE EXTENSION: the launcher is woken once the current transaction
+// commits (before, a worker it starts would not see the extension yet).
+void wake_launcher_at_commit();
+// Releases were left for the worker: it is woken once the current
+// transaction commits.
+void note_releases_deferred();
+// After commit: sets the latch of claimers waiting on one of `hashes`
+// (or on any queue of this database when `all`).
+void wake_waiters(const uint32* hashes, int count, bool all);
+
+}  // namespace wf::pg

@@ -1,0 +1,496 @@
+// The background workers: a launcher that starts one reaper per database
+// where pg_wf is installed (or those named in wf.databases), and the reaper
+// itself. Both start when recovery has finished, so they run only on a
+// primary, again after a crash restart and on a promoted standby.
+#include "pg/base/guard.hpp"
+#include "pg/jobs/job_state.hpp"
+#include "pg/runtime/worker_registry.hpp"
+#include "pg/runtime/worker.hpp"
+
+#include <cmath>
+
+extern "C" {
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "commands/dbcommands.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_database.h"
+#include "commands/vacuum.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_node.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/lmgr.h"
+#include "postmaster/interrupt.h"
+#include "tcop/tcopprot.h"
+#include "utils/varlena.h"
+}
+
+namespace wf::pg {
+
+int sweep_interval_ms = 1000;
+int retention_seconds = 7 * 24 * 3600;
+char* database_names = nullptr;
+
+namespace {
+
+// A database found without pg_wf is checked again after this long, or at
+// once when CREATE EXTENSION or a first claim there wakes the launcher.
+constexpr long kRecheckWithoutExtensionMs = 60 * 1000;
+constexpr long kLauncherNaptimeMs = 1000;
+
+struct KnownDatabase {
+    Oid oid;
+    char name[NAMEDATALEN];
+};
+
+bool database_allowed(const char* name) {
+    if (database_names == nullptr || database_names[0] == '\0') return true;
+    char* copy = pstrdup(database_names);
+    List* names = nullptr;
+    bool allowed = false;
+    if (SplitIdentifierString(copy, ',', &names)) {
+        ListCell* cell;
+        foreach (cell, names)
+            if (strcmp(static_cast<char*>(lfirst(cell)), name) == 0) allowed = true;
+    } else {
+        ereport(LOG, (errmsg("pg_wf: wf.databases is not a valid list of database names")));
+    }
+    list_free(names);
+    pfree(copy);
+    return allowed;
+}
+
+// Databases that accept connections; read from the shared catalog, as
+// autovacuum does, since the launcher is connected to no database.
+std::vector<KnownDatabase> list_databases() {
+    std::vector<KnownDatabase> found;
+    SetCurrentStatementStartTimestamp();
+    StartTransactionCommand();
+    Relation rel = table_open(DatabaseRelationId, AccessShareLock);
+    TableScanDesc scan = table_beginscan_catalog(rel, 0, nullptr);
+    HeapTuple tuple;
+    while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
+        Form_pg_database db = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple));
+        if (!db->datallowconn || db->datistemplate) continue;
+        if (!database_allowed(NameStr(db->datname))) continue;
+        KnownDatabase known;
+        known.oid = db->oid;
+        strlcpy(known.name, NameStr(db->datname), NAMEDATALEN);
+        found.push_back(known);
+    }
+    table_endscan(scan);
+    table_close(rel, AccessShareLock);
+    CommitTransactionCommand();
+    return found;
+}
+
+struct Started {
+    Oid database;
+    BackgroundWorkerHandle* handle;
+};
+
+bool start_database_worker(Oid database, BackgroundWorkerHandle** handle) {
+    BackgroundWorker worker;
+    memset(&worker, 0, sizeof worker);
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    worker.bgw_restart_time = BGW_NEVER_RESTART;  // the launcher restarts it
+    strlcpy(worker.bgw_library_name, "pg_wf", BGW_MAXLEN);
+    strlcpy(worker.bgw_function_name, "wf_database_worker_main", BGW_MAXLEN);
+    snprintf(worker.bgw_name, BGW_MAXLEN, "pg_wf reaper for database %u", database);
+    strlcpy(worker.bgw_type, "pg_wf reaper", BGW_MAXLEN);
+    worker.bgw_main_arg = ObjectIdGetDatum(database);
+    worker.bgw_notify_pid = MyProcPid;
+    return RegisterDynamicBackgroundWorker(&worker, handle);
+}
+
+// No error handler here, on purpose: an ERROR in the launcher becomes FATAL
+// (no PG_exception_stack), so nothing unwinds the C++ objects below; the
+// postmaster restarts the launcher a second later (bgw_restart_time).
+void launcher_loop() {
+    std::vector<Started> started;
+    bool warned_no_slot = false;
+    for (;;) {
+        CHECK_FOR_INTERRUPTS();
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+        }
+        bool requested = take_launcher_request();
+        TimestampTz now = GetCurrentTimestamp();
+        for (const KnownDatabase& db : list_databases()) {
+            auto it = std::find_if(started.begin(), started.end(),
+                                   [&](const Started& s) { return s.database == db.oid; });
+            if (it != started.end()) {
+                pid_t pid;
+                if (GetBackgroundWorkerPid(it->handle, &pid) != BGWH_STOPPED) continue;
+                pfree(it->handle);
+                started.erase(it);
+            }
+            if (database_being_dropped(db.oid)) continue;
+            TimestampTz checked_at = 0;
+            if (database_lacks_extension(db.oid, &checked_at) && !requested &&
+                !TimestampDifferenceExceeds(checked_at, now, kRecheckWithoutExtensionMs))
+                continue;
+            BackgroundWorkerHandle* handle = nullptr;
+            if (!start_database_worker(db.oid, &handle)) {
+                if (!warned_no_slot)
+                    ereport(WARNING,
+                            (errmsg("pg_wf: no background worker slot for database \"%s\"",
+                                    db.name),
+                             errhint("Raise max_worker_processes: pg_wf needs one per "
+                                     "database where it is installed, plus its launcher.")));
+                warned_no_slot = true;
+                continue;
+            }
+            started.push_back({db.oid, handle});
+        }
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+                        kLauncherNaptimeMs, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+    }
+}
+
+// Each body leaves a database whose schema is older than the library alone
+// (until ALTER EXTENSION pg_wf UPDATE).
+void sweep_body(void* recovered) {
+    *static_cast<int64*>(recovered) = 0;
+    if (!schema_is_current()) {
+        static bool told = false;
+        if (!told)
+            call([] {
+                ereport(LOG, (errmsg("pg_wf worker: the extension's SQL objects in database \"%s\" are"
+                                     " older than its library; nothing is done there until"
+                                     " ALTER EXTENSION pg_wf UPDATE",
+                                     get_database_name(MyDatabaseId))));
+            });
+        told = true;
+        return;
+    }
+    SpiConnection spi;
+    *static_cast<int64*>(recovered) = sweep_database();
+    spi.finish();
+}
+
+// Small batches, one per sweep and short transactions: retention never
+// holds long locks nor competes with claims for long.
+constexpr int kRetentionBatch = 1000;
+
+struct RetentionStep {
+    int64 cursor = 0;
+    int64 deleted = 0;
+};
+
+void retention_body(void* context) {
+    RetentionStep* step = static_cast<RetentionStep*>(context);
+    step->deleted = 0;
+    if (!schema_is_current()) return;
+    SpiConnection spi;
+    step->deleted = expire_finished_jobs(&step->cursor, retention_seconds, kRetentionBatch);
+    spi.finish();
+}
+
+// Event timeouts and cron ticks, each in a pass of its own: a schedule that
+// cannot fire (a hand-edited row) holds back neither the timeouts nor the
+// passes after it.
+void timeouts_body(void*) {
+    if (!schema_is_current()) return;
+    SpiConnection spi;
+    wake_timed_out_waits();
+    spi.finish();
+}
+
+void cron_body(void*) {
+    if (!schema_is_current()) return;
+    SpiConnection spi;
+    fire_due_schedules();
+    spi.finish();
+}
+
+// Releases left by completions (see release_dependents). `left` is set when
+// some wait on children that another transaction still holds.
+// (A debt whose child is gone is left for retention to remove.)
+PreparedStatement debts_left(
+    "SELECT EXISTS (SELECT 1 FROM wf.release_debt r"
+    "                 JOIN wf.job j ON j.queue = r.child_queue AND j.id = r.child_id)",
+    {});
+
+void releases_body(void* left) {
+    *static_cast<bool*>(left) = false;
+    if (!schema_is_current()) return;
+    SpiConnection spi;
+    settle_release_debts();
+    debts_left.execute(nullptr, nullptr);
+    *static_cast<bool*>(left) = column_bool(0, 1);
+    spi.finish();
+}
+
+// After an ERROR in the worker: log it, roll back, and go on.
+void report_error_and_roll_back() {
+    HOLD_INTERRUPTS();
+    EmitErrorReport();
+    AbortCurrentTransaction();
+    FlushErrorState();
+    MemoryContextSwitchTo(TopMemoryContext);
+    RESUME_INTERRUPTS();
+}
+
+// One pass of the worker in a transaction of its own.
+// Every relation a pass may touch, locked up front without waiting. A pass
+// that waited for one of them while holding others could deadlock with a
+// DROP EXTENSION or a multi-table TRUNCATE, which lock them one by one in
+// their own order; instead the pass is skipped and runs again later.
+bool lock_relations_without_waiting() {
+    static const char* const relations[] = {
+        "job", "job_id_seq", "ready", "claim", "dependency", "queue_config",
+        // since 1.1
+        "release_debt", "checkpoint", "workflow", "event", "event_wait", "schedule"};
+    Oid schema = get_namespace_oid("wf", true);
+    if (!OidIsValid(schema)) return false;
+    for (const char* name : relations) {
+        Oid relation = get_relname_relid(name, schema);
+        if (OidIsValid(relation) && !ConditionalLockRelationOid(relation, RowExclusiveLock))
+            return false;
+    }
+    return true;
+}
+
+// An ERROR in it (a deadlock, a cancelled statement, a bad row) is logged
+// and its transaction rolled back, and the worker goes on with the next
+// pass, as autovacuum goes on with the next table. No C++ object lives in
+// this frame or between it and the body's guard.
+void run_pass(const char* activity, GuardedBody body, void* context) {
+    SetCurrentStatementStartTimestamp();
+    StartTransactionCommand();
+    PG_TRY();
+    {
+        PushActiveSnapshot(GetTransactionSnapshot());
+        pgstat_report_activity(STATE_RUNNING, activity);
+        if (lock_relations_without_waiting()) run_guarded(body, context);
+        PopActiveSnapshot();
+        CommitTransactionCommand();
+    }
+    PG_CATCH();
+    {
+        report_error_and_roll_back();
+    }
+    PG_END_TRY();
+    pgstat_report_activity(STATE_IDLE, nullptr);
+}
+
+// Every claim scans wf.ready's index from the start of its queue, and the
+// rows claims deleted stay in it, dead, until a vacuum: at thousands of
+// claims per second between two visits of autovacuum (autovacuum_naptime,
+// a minute by default), each claim steps over pages of them -- measured:
+// 200 index pages per claim, a fifth of its CPU. So the worker vacuums
+// wf.ready itself once enough rows died since it last did: kReadyVacuumMinDead,
+// or the square root of the live rows if more (a vacuum reads the whole
+// index, so a large backlog waits for a few more; each claim would step
+// over them all). SKIP_LOCKED: never waits for autovacuum, a TRUNCATE or
+// DROP EXTENSION; no truncation, which would take an exclusive lock.
+constexpr int64 kReadyVacuumMinDead = 1000;
+
+struct ReadyVacuumState {
+    int64 dead_left = 0;  // what the last vacuum could not remove (an old snapshot)
+};
+
+void vacuum_ready_set(ReadyVacuumState* state) {
+    SetCurrentStatementStartTimestamp();
+    StartTransactionCommand();
+    PG_TRY();
+    {
+        Oid schema = get_namespace_oid("wf", true);
+        Oid ready = OidIsValid(schema) ? get_relname_relid("ready", schema) : InvalidOid;
+        PgStat_StatTabEntry* stats = OidIsValid(ready) ? pgstat_fetch_stat_tabentry(ready) : nullptr;
+        if (stats != nullptr) {
+            int64 died = stats->n_dead_tuples - state->dead_left;
+            double live = static_cast<double>(std::max<int64>(stats->n_live_tuples, 0));
+            if (died >= kReadyVacuumMinDead && static_cast<double>(died) >= std::sqrt(live)) {
+                pgstat_report_activity(STATE_RUNNING, "pg_wf: VACUUM wf.ready");
+                VacuumStmt* stmt = makeNode(VacuumStmt);
+                stmt->options = list_make4(makeDefElem(pstrdup("skip_locked"), (Node*)makeString(pstrdup("on")), -1),
+                                           makeDefElem(pstrdup("index_cleanup"), (Node*)makeString(pstrdup("on")), -1),
+                                           makeDefElem(pstrdup("truncate"), (Node*)makeString(pstrdup("off")), -1),
+                                           makeDefElem(pstrdup("process_toast"), (Node*)makeString(pstrdup("off")), -1));
+                // By OID and without a name: a relation skipped as locked is
+                // skipped silently (a name would log a WARNING each time).
+                stmt->rels = list_make1(makeVacuumRelation(nullptr, ready, NIL));
+                stmt->is_vacuumcmd = true;
+                // Commits the transaction, vacuums in one of its own, and
+                // starts another for the commit below.
+                ExecVacuum(make_parsestate(nullptr), stmt, true);
+                pgstat_clear_snapshot();
+                stats = pgstat_fetch_stat_tabentry(ready);
+                state->dead_left = stats ? stats->n_dead_tuples : 0;
+            }
+        }
+        CommitTransactionCommand();
+    }
+    PG_CATCH();
+    {
+        report_error_and_roll_back();
+    }
+    PG_END_TRY();
+    pgstat_report_activity(STATE_IDLE, nullptr);
+}
+
+// Debts on a child held by another transaction are tried again this soon
+// (doubling while they stay), rather than at the next full pass.
+constexpr long kReleaseRetryFirstMs = 2;
+long release_retry_ms = 0;  // 0: no retry scheduled
+TimestampTz release_retry_at = 0;
+
+void settle_releases(TimestampTz now) {
+    bool left = false;
+    run_pass("pg_wf releases", releases_body, &left);
+    if (!left) {
+        release_retry_ms = 0;
+        return;
+    }
+    release_retry_ms = release_retry_ms == 0
+                           ? kReleaseRetryFirstMs
+                           : std::min<long>(release_retry_ms * 2, sweep_interval_ms);
+    release_retry_at = TimestampTzPlusMilliseconds(now, release_retry_ms);
+}
+
+// Sleeps until the next full pass or release retry, or a wake-up.
+void wait_for_work(TimestampTz next_full_pass) {
+    TimestampTz until = next_full_pass;
+    if (release_retry_ms > 0 && release_retry_at < until) until = release_retry_at;
+    long timeout_ms = static_cast<long>((until - GetCurrentTimestamp()) / 1000);
+    if (timeout_ms <= 0) return;
+    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms,
+                    PG_WAIT_EXTENSION);
+    ResetLatch(MyLatch);
+}
+
+
+void on_worker_exit(int, Datum) { unregister_database_worker(false); }
+
+}  // namespace
+}  // namespace wf::pg
+
+using namespace wf::pg;
+
+extern "C" PGDLLEXPORT void wf_launcher_main(Datum) {
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
+    pgstat_report_appname("pg_wf launcher");
+    register_launcher();
+    ereport(LOG, (errmsg("pg_wf launcher started")));
+    launcher_loop();
+}
+
+extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
+    Oid database = DatumGetObjectId(main_arg);
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+    pgstat_report_appname("pg_wf reaper");
+    // As for the SQL functions (see the install script): index plans only.
+    SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
+    // And no JIT: a plan that keeps a disabled sequential scan costs over
+    // 1e10 and would be compiled on every pass.
+    SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+    register_database_worker(database);
+    before_shmem_exit(on_worker_exit, 0);
+
+    static char name[NAMEDATALEN] = "";
+    static bool announced = false;
+    static RetentionStep retention;
+
+    // An error in a pass (a deadlock, a statement cancelled by an admin) is
+    // logged and the next pass runs as usual, as autovacuum does; without
+    // this, ERROR would end the worker. Nothing between here and any
+    // ereport owns a C++ object (the passes run through run_guarded).
+    sigjmp_buf recover;
+    if (sigsetjmp(recover, 1) != 0) {
+        report_error_and_roll_back();
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+                        sweep_interval_ms, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+    }
+    PG_exception_stack = &recover;
+
+    // Static: it outlives a longjmp to `recover`.
+    static TimestampTz next_full_pass = 0;
+    for (;;) {
+        CHECK_FOR_INTERRUPTS();
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+        }
+        // A full pass every wf.sweep_interval, or at once when a session
+        // with claims ended; in between, the releases completions left.
+        bool sweep_requested = false, releases_requested = false;
+        take_worker_requests(&sweep_requested, &releases_requested);
+        TimestampTz now = GetCurrentTimestamp();
+        bool releases_due = releases_requested || (release_retry_ms > 0 && now >= release_retry_at);
+        if (!sweep_requested && now < next_full_pass) {
+            if (releases_due) settle_releases(now);
+            wait_for_work(next_full_pass);
+            continue;
+        }
+        next_full_pass = TimestampTzPlusMilliseconds(now, sweep_interval_ms);
+        SetCurrentStatementStartTimestamp();
+        StartTransactionCommand();
+        if (name[0] == '\0') {
+            char* db_name = get_database_name(database);
+            strlcpy(name, db_name ? db_name : "?", NAMEDATALEN);
+        }
+        if (!OidIsValid(get_extension_oid("pg_wf", true))) {
+            CommitTransactionCommand();
+            cancel_before_shmem_exit(on_worker_exit, 0);
+            unregister_database_worker(true);
+            if (announced)
+                ereport(LOG, (errmsg("pg_wf reaper stopped: extension dropped from database \"%s\"",
+                                     name)));
+            proc_exit(0);
+        }
+        if (!announced) {
+            ereport(LOG, (errmsg("pg_wf reaper started for database \"%s\"", name)));
+            announced = true;
+        }
+        PushActiveSnapshot(GetTransactionSnapshot());
+        pgstat_report_activity(STATE_RUNNING, "pg_wf sweep");
+        int64 recovered = 0;
+        if (lock_relations_without_waiting()) run_guarded(sweep_body, &recovered);
+        PopActiveSnapshot();
+        CommitTransactionCommand();
+        pgstat_report_activity(STATE_IDLE, nullptr);
+        run_pass("pg_wf timeouts", timeouts_body, nullptr);
+        run_pass("pg_wf cron", cron_body, nullptr);
+        if (retention_seconds >= 0) {
+            run_pass("pg_wf retention", retention_body, &retention);
+            if (retention.deleted > 0)
+                ereport(DEBUG1, (errmsg("pg_wf deleted %lld finished jobs past wf.retention",
+                                        static_cast<long long>(retention.deleted))));
+        }
+        static ReadyVacuumState ready_vacuum;
+        vacuum_ready_set(&ready_vacuum);
+        if (recovered > 0)
+            ereport(LOG, (errmsg("pg_wf reaper recovered %lld job%s of lost workers in database \"%s\"",
+                                 static_cast<long long>(recovered), recovered == 1 ? "" : "s",
+                                 name)));
+        settle_releases(now);
+        wait_for_work(next_full_pass);
+    }
+}
+
+void wf::pg::register_launcher_worker() {
+    BackgroundWorker worker;
+    memset(&worker, 0, sizeof worker);
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    worker.bgw_restart_time = 1;
+    strlcpy(worker.bgw_library_name, "pg_wf", BGW_MAXLEN);
+    strlcpy(worker.bgw_function_name, "wf_launcher_main", BGW_MAXLEN);
+    strlcpy(worker.bgw_name, "pg_wf launcher", BGW_MAXLEN);
+    strlcpy(worker.bgw_type, "pg_wf launcher", BGW_MAXLEN);
+    RegisterBackgroundWorker(&worker);
+}
