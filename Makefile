@@ -11,10 +11,10 @@ CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec
 # state machine and what it keeps; api/ the SQL functions; runtime/ the
 # library's life in the server (shared memory, wake-ups, ownership, workers).
 BASE_OBJS    = src/pg/base/guard.o src/pg/base/spi.o src/pg/base/args.o
-JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o \
-               src/pg/jobs/queue_settings.o
+JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o
 API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/pg/api/operate.o \
-               src/pg/api/steps.o src/pg/api/workflow.o src/pg/api/schedule.o
+               src/pg/api/steps.o src/pg/api/workflow.o src/pg/api/schedule.o \
+               src/pg/api/queue_settings.o
 RUNTIME_OBJS = src/pg/runtime/module.o src/pg/runtime/extension.o src/pg/runtime/shared_memory.o \
                src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o \
                src/pg/runtime/reaper.o src/pg/runtime/retention.o src/pg/runtime/worker.o

@@ -10,8 +10,11 @@
 #include "core/cron.hpp"
 #include "core/error.hpp"
 #include "core/validation.hpp"
-#include "pg/base/args.hpp"
-#include "pg/jobs/job_state.hpp"
+#include "pg/api/schedule.hpp"
+
+#include <optional>
+
+#include "pg/api/frame.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 namespace wf::pg {
@@ -39,15 +42,14 @@ PreparedStatement fire_tick(
     "                     idempotency_key)"
     " SELECT $2, 'pending', $3, $4, m, m, $5"
     "   FROM (SELECT coalesce((SELECT c.max_attempts FROM wf.queue_config c"
-    "                          WHERE c.queue = $2), 5) AS m) AS budget"
+    "                          WHERE c.queue = $2), " WF_SQL_DEFAULT_MAX_ATTEMPTS ") AS m) AS budget"
     " ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
     " RETURNING queue, priority, run_at, id),"
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM job ON CONFLICT DO NOTHING),"
+    WF_SQL_ENTER_READY("job", "") ","
     " moved AS (UPDATE wf.schedule SET last_run_at = $4, next_run_at = $6,"
     "                  last_job_id = coalesce((SELECT id FROM job), last_job_id)"
     "            WHERE name = $1)"
-    " SELECT count(*) FROM job",
+    " SELECT count(*) AS fired FROM job",
     {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID});
 
 constexpr int64 kPostgresEpochOffset =
@@ -97,10 +99,11 @@ int64 fire_due_schedules() {
     TimestampTz now = GetCurrentTimestamp();
     Params<1> d;
     d.set(0, TimestampTzGetDatum(now));
-    std::vector<Due> due(due_schedules.execute(d.values, d.nulls));
+    Rows rows = due_schedules.execute(d.values, d.nulls);
+    std::vector<Due> due(rows.size());
     for (size_t r = 0; r < due.size(); r++)
-        due[r] = {column_text(r, 1), column_text(r, 2), column_text(r, 3), column(r, 4),
-                  DatumGetTimestampTz(column(r, 5))};
+        due[r] = {rows.text_at(r, "name"), rows.text_at(r, "cron"), rows.text_at(r, "queue"),
+                  rows.datum(r, "payload"), DatumGetTimestampTz(rows.datum(r, "next_run_at"))};
 
     int64 fired = 0;
     for (const Due& schedule : due) {
@@ -129,8 +132,7 @@ int64 fire_due_schedules() {
         p.set(3, TimestampTzGetDatum(tick));
         p.set(4, text_datum(key));
         if (never) p.set_null(5); else p.set(5, next);
-        fire_tick.execute(p.values, p.nulls);
-        if (column_int64(0, 1) > 0) {
+        if (fire_tick.execute(p.values, p.nulls).int64_at(0, "fired") > 0) {
             fired++;
             note_queue_ready(schedule.queue.data(), schedule.queue.size());
         }
@@ -160,25 +162,25 @@ WF_SQL_FUNCTION(wf_schedule) {
         throw core::Error(core::sqlstate::invalid_parameter,
                           "cron expression \"" + std::string(cron) + "\" never fires");
 
-    SpiConnection spi;
-    Params<5> p;
-    p.set(0, PG_GETARG_DATUM(0));
-    p.set(1, PG_GETARG_DATUM(1));
-    p.set(2, PG_GETARG_DATUM(2));
-    p.set(3, payload);
-    p.set(4, next);
-    upsert_schedule.execute(p.values, p.nulls);
-    spi.finish();
+    with_job_tables([&] {
+        Params<5> p;
+        p.set(0, PG_GETARG_DATUM(0));
+        p.set(1, PG_GETARG_DATUM(1));
+        p.set(2, PG_GETARG_DATUM(2));
+        p.set(3, payload);
+        p.set(4, next);
+        upsert_schedule.execute(p.values, p.nulls);
+    });
     PG_RETURN_TIMESTAMPTZ(DatumGetTimestampTz(next));
 }
 
 // wf_unschedule(name) -> boolean: whether there was such a schedule.
 WF_SQL_FUNCTION(wf_unschedule) {
     text_arg(fcinfo, 0, "name");
-    SpiConnection spi;
-    Params<1> p;
-    p.set(0, PG_GETARG_DATUM(0));
-    bool removed = delete_schedule.execute(p.values, p.nulls) == 1;
-    spi.finish();
+    bool removed = with_job_tables([&] {
+        Params<1> p;
+        p.set(0, PG_GETARG_DATUM(0));
+        return delete_schedule.execute(p.values, p.nulls).size() == 1;
+    });
     PG_RETURN_BOOL(removed);
 }

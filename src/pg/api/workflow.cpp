@@ -6,8 +6,7 @@
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "core/workflow_spec.hpp"
-#include "pg/base/args.hpp"
-#include "pg/jobs/job_state.hpp"
+#include "pg/api/frame.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 namespace wf::pg {
@@ -39,8 +38,8 @@ PreparedStatement insert_workflow(
     "                      has_dependents)"
     "  SELECT s.queue, s.id, CASE WHEN s.pending_deps > 0 THEN 'blocked' ELSE 'pending' END,"
     "         s.payload::jsonb, coalesce(s.run_at, now()), s.priority,"
-    "         coalesce(s.max_attempts, c.max_attempts, 5),"
-    "         coalesce(s.max_attempts, c.max_attempts, 5),"
+    "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
+    "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
     "         (SELECT id FROM wid), s.step_name, d.depends_on, s.pending_deps, s.has_dependents"
     "    FROM s LEFT JOIN d ON d.child_id = s.id"
     "           LEFT JOIN wf.queue_config c ON c.queue = s.queue"
@@ -48,12 +47,10 @@ PreparedStatement insert_workflow(
     "  RETURNING queue, priority, run_at, id, status),"
     " edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
     "           SELECT parent_id, child_queue, child_id FROM e),"
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"
-    "           SELECT queue, priority, run_at, id FROM job WHERE status = 'pending'"
-    "           ON CONFLICT DO NOTHING),"
+    WF_SQL_ENTER_READY_NEW("job", WF_SQL_IF_PENDING) ","
     " head AS (INSERT INTO wf.workflow (id, name, steps) SELECT id, $11, $12 FROM wid)"
-    " SELECT (SELECT id FROM wid),"
-    "        ARRAY(SELECT DISTINCT queue FROM job WHERE status = 'pending')",
+    " SELECT (SELECT id FROM wid) AS workflow_id,"
+    "        ARRAY(SELECT DISTINCT queue FROM job WHERE status = 'pending') AS ready_queues",
     {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
      TIMESTAMPTZARRAYOID, INT4ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTOID,
      INT4OID});
@@ -79,72 +76,11 @@ PreparedStatement describe_workflow(
     "        'waiting_for', j.waiting_for, 'events', j.events, 'worker', j.worker)"
     "        ORDER BY j.id)"
     "     FROM wf.jobs j WHERE j.workflow_id = $1))"
-    "  FROM wf.workflows w WHERE w.workflow_id = $1",
-    {UUIDOID});
-
-// Cancelling a workflow. Its unfinished steps are locked first, in
-// (queue, id) order as completions lock the children they release: none of
-// them changes status until this transaction ends, except that a claimer
-// may still take a pending step's ready row (a claim locks no job row).
-// So their ready rows are taken next, waiting for a claimer that holds one:
-// after its commit that step is running, and is flagged. Only the steps
-// locked here are touched.
-PreparedStatement lock_workflow(
-    "SELECT id FROM wf.job WHERE workflow_id = $1"
-    "   AND status IN ('blocked', 'pending', 'waiting')"
-    " ORDER BY queue, id FOR NO KEY UPDATE",
-    {UUIDOID});
-
-PreparedStatement unready_workflow(
-    "DELETE FROM wf.ready r"
-    " WHERE r.ctid = ANY (ARRAY("
-    "   SELECT c.ctid FROM wf.job j"
-    "     JOIN wf.ready c ON c.queue = j.queue AND c.priority = j.priority"
-    "                    AND c.run_at = j.run_at AND c.id = j.id"
-    "    WHERE j.id = ANY ($1) AND j.status = 'pending'"
-    "      FOR UPDATE OF c))",
-    {INT8ARRAYOID});
-
-// Then, in a statement of its own (a fresh snapshot, after those waits):
-// the pending steps that are not running have no ready row left -- taken
-// above, or lost with a claim in a crash -- and are cancelled. Locked, none
-// of them can gain a ready row or a claim meanwhile.
-#define WF_RUNNING_J WF_JOB_RUNNING("j")
-PreparedStatement idle_steps(
-    "SELECT j.id FROM wf.job j"
-    " WHERE j.id = ANY ($1) AND j.status = 'pending' AND NOT " WF_RUNNING_J
-    "   AND NOT EXISTS (SELECT 1 FROM wf.ready r WHERE r.queue = j.queue"
-    "                      AND r.priority = j.priority AND r.run_at = j.run_at AND r.id = j.id)",
-    {INT8ARRAYOID});
-
-PreparedStatement cancel_steps(
-    "UPDATE wf.job j"
-    "   SET status = CASE WHEN " WF_RUNNING_J " THEN j.status ELSE 'cancelled' END,"
-    "       cancel_requested = " WF_RUNNING_J ","
-    "       finished_at = CASE WHEN " WF_RUNNING_J " THEN NULL ELSE now() END,"
-    "       last_error = CASE WHEN " WF_RUNNING_J " THEN j.last_error"
-    "                         ELSE 'workflow cancelled' END"
-    " WHERE j.id = ANY ($1)"
-    "   AND (j.status IN ('blocked', 'waiting') OR j.id = ANY ($2)"
-    "        OR (" WF_RUNNING_J " AND NOT j.cancel_requested))"
-    " RETURNING j.id, j.status = 'cancelled' AND j.has_dependents",
-    {INT8ARRAYOID, INT8ARRAYOID});
-
-// Of the steps just cancelled, those with a blocked dependent left: a job
-// outside the workflow that depends on them (the workflow's own steps are
-// cancelled already).
-PreparedStatement parents_of_outsiders(
-    "SELECT DISTINCT d.parent_id FROM wf.dependency d"
-    "  JOIN wf.job c ON c.queue = d.child_queue AND c.id = d.child_id"
-    " WHERE d.parent_id = ANY ($1) AND c.status = 'blocked'",
-    {INT8ARRAYOID});
-
-PreparedStatement mark_cancelled(
-    "UPDATE wf.workflow SET cancelled_at = coalesce(cancelled_at, now()) WHERE id = $1",
+    "  AS described FROM wf.workflows w WHERE w.workflow_id = $1",
     {UUIDOID});
 
 PreparedStatement workflow_exists(
-    "SELECT 1 WHERE EXISTS (SELECT 1 FROM wf.workflow WHERE id = $1)"
+    "SELECT 1 AS found WHERE EXISTS (SELECT 1 FROM wf.workflow WHERE id = $1)"
     "    OR EXISTS (SELECT 1 FROM wf.job WHERE workflow_id = $1)",
     {UUIDOID});
 
@@ -217,38 +153,40 @@ WF_SQL_FUNCTION(wf_submit) {
         has_dependents[i] = BoolGetDatum(is_parent[i]);
     }
 
-    SpiConnection spi;
-    Params<12> p;
-    p.set(0, datum_array(queues, no_nulls, TEXTOID));
-    p.set(1, datum_array(names, no_nulls, TEXTOID));
-    p.set(2, datum_array(payloads, no_nulls, TEXTOID));
-    p.set(3, datum_array(priorities, no_nulls, INT4OID));
-    p.set(4, datum_array(max_attempts, max_attempts_null, INT4OID));
-    p.set(5, datum_array(run_ats, run_at_null, TIMESTAMPTZOID));
-    p.set(6, datum_array(pending_deps, no_nulls, INT4OID));
-    p.set(7, datum_array(has_dependents, no_nulls, BOOLOID));
-    p.set(8, datum_array(edge_parents, no_nulls, INT4OID));
-    p.set(9, datum_array(edge_children, no_nulls, INT4OID));
-    if (spec.name) p.set(10, text_datum(*spec.name)); else p.set_null(10);
-    p.set(11, Int32GetDatum(static_cast<int32>(n)));
-    insert_workflow.execute(p.values, p.nulls);
+    pg_uuid_t id = with_job_tables([&] {
+        Params<12> p;
+        p.set(0, datum_array(queues, no_nulls, TEXTOID));
+        p.set(1, datum_array(names, no_nulls, TEXTOID));
+        p.set(2, datum_array(payloads, no_nulls, TEXTOID));
+        p.set(3, datum_array(priorities, no_nulls, INT4OID));
+        p.set(4, datum_array(max_attempts, max_attempts_null, INT4OID));
+        p.set(5, datum_array(run_ats, run_at_null, TIMESTAMPTZOID));
+        p.set(6, datum_array(pending_deps, no_nulls, INT4OID));
+        p.set(7, datum_array(has_dependents, no_nulls, BOOLOID));
+        p.set(8, datum_array(edge_parents, no_nulls, INT4OID));
+        p.set(9, datum_array(edge_children, no_nulls, INT4OID));
+        p.set_or_null(10, !spec.name, spec.name ? text_datum(*spec.name) : 0);
+        p.set(11, Int32GetDatum(static_cast<int32>(n)));
+        Rows submitted = insert_workflow.execute(p.values, p.nulls);
 
-    // The id outlives SPI: copy it into the caller's memory context.
-    pg_uuid_t id;
-    std::memcpy(&id, DatumGetUUIDP(column(0, 1)), sizeof id);
-    Datum ready_queues = column(0, 2);
-    call([&] {
-        ArrayType* array = DatumGetArrayTypeP(ready_queues);
-        Datum* items;
-        bool* nulls;
-        int count;
-        deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
-        for (int i = 0; i < count; i++) {
-            text* q = DatumGetTextPP(items[i]);
-            note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
-        }
+        // The id outlives SPI: copied out by value.
+        pg_uuid_t workflow_id;
+        std::memcpy(&workflow_id, DatumGetUUIDP(submitted.datum(0, "workflow_id")),
+                    sizeof workflow_id);
+        Datum ready_queues = submitted.datum(0, "ready_queues");
+        call([&] {
+            ArrayType* array = DatumGetArrayTypeP(ready_queues);
+            Datum* items;
+            bool* nulls;
+            int count;
+            deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
+            for (int i = 0; i < count; i++) {
+                text* q = DatumGetTextPP(items[i]);
+                note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
+            }
+        });
+        return workflow_id;
     });
-    spi.finish();
     pg_uuid_t* result = call([&] { return static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t))); });
     *result = id;
     PG_RETURN_UUID_P(result);
@@ -257,48 +195,26 @@ WF_SQL_FUNCTION(wf_submit) {
 // wf_workflow(workflow_id uuid) -> jsonb: the workflow and every step.
 WF_SQL_FUNCTION(wf_workflow) {
     Datum id = uuid_arg(fcinfo, 0, "workflow_id");
-    SpiConnection spi;
-    Params<1> p;
-    p.set(0, id);
-    if (describe_workflow.execute(p.values, p.nulls) != 1) no_such_workflow(id);
-    // SPI_returntuple's counterpart for one value: copied out of SPI memory.
-    Datum described = column(0, 1);
-    Datum result = call([&] { return SPI_datumTransfer(described, false, -1); });
-    spi.finish();
+    Datum result = with_job_tables([&] {
+        Params<1> p;
+        p.set(0, id);
+        Rows described = describe_workflow.execute(p.values, p.nulls);
+        if (described.size() != 1) no_such_workflow(id);
+        // Copied out of SPI memory, which SPI_finish frees.
+        Datum value = described.datum(0, "described");
+        return call([&] { return SPI_datumTransfer(value, false, -1); });
+    });
     PG_RETURN_DATUM(result);
 }
 
 // wf_cancel_workflow(workflow_id uuid) -> int: steps cancelled or flagged.
 WF_SQL_FUNCTION(wf_cancel_workflow) {
     Datum id = uuid_arg(fcinfo, 0, "workflow_id");
-    SpiConnection spi;
-    Params<1> p;
-    p.set(0, id);
-    if (workflow_exists.execute(p.values, p.nulls) != 1) no_such_workflow(id);
-    uint64 cancelled = 0;
-    std::vector<int64> parents;
-    auto ids = [](uint64 rows) {
-        std::vector<int64> v;
-        for (uint64 r = 0; r < rows; r++) v.push_back(column_int64(r, 1));
-        return int8_array(v);
-    };
-    Params<2> c;
-    c.set(0, ids(lock_workflow.execute(p.values, p.nulls)));
-    unready_workflow.execute(c.values, c.nulls);
-    c.set(1, ids(idle_steps.execute(c.values, c.nulls)));
-    uint64 rows = cancel_steps.execute(c.values, c.nulls);
-    cancelled += rows;
-    for (uint64 r = 0; r < rows; r++)
-        if (column_bool(r, 2)) parents.push_back(column_int64(r, 1));
-    if (!parents.empty()) {
-        Params<1> o;
-        o.set(0, int8_array(parents));
-        uint64 rows = parents_of_outsiders.execute(o.values, o.nulls);
-        std::vector<int64> outside;
-        for (uint64 r = 0; r < rows; r++) outside.push_back(column_int64(r, 1));
-        if (!outside.empty()) cancel_dependents(outside, "was cancelled");
-    }
-    mark_cancelled.execute(p.values, p.nulls);
-    spi.finish();
-    PG_RETURN_INT32(static_cast<int32>(cancelled));
+    int32 cancelled = with_job_tables([&] {
+        Params<1> p;
+        p.set(0, id);
+        if (workflow_exists.execute(p.values, p.nulls).empty()) no_such_workflow(id);
+        return cancel_workflow_steps(id);
+    });
+    PG_RETURN_INT32(cancelled);
 }

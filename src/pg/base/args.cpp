@@ -20,12 +20,6 @@ std::string_view queue_arg(FunctionCallInfo fcinfo, int n) {
     return queue;
 }
 
-void fencing_token_args(FunctionCallInfo fcinfo) {
-    queue_arg(fcinfo, 0);
-    int64_arg(fcinfo, 1, "id");
-    int32_arg(fcinfo, 2, "attempt");
-}
-
 int32 int32_arg(FunctionCallInfo fcinfo, int n, const char* name) {
     core::require_not_null(PG_ARGISNULL(n), name);
     return PG_GETARG_INT32(n);

@@ -10,8 +10,6 @@ extern int max_payload_size;  // GUC wf.max_payload_size, bytes
 
 std::string_view text_arg(FunctionCallInfo fcinfo, int n, const char* name);
 std::string_view queue_arg(FunctionCallInfo fcinfo, int n);
-// Arguments 0..2: the (queue, id, attempt) fencing token of a worker write.
-void fencing_token_args(FunctionCallInfo fcinfo);
 int32 int32_arg(FunctionCallInfo fcinfo, int n, const char* name);
 int64 int64_arg(FunctionCallInfo fcinfo, int n, const char* name);
 bool bool_arg(FunctionCallInfo fcinfo, int n, const char* name);

@@ -3,7 +3,12 @@
 // itself. Both start when recovery has finished, so they run only on a
 // primary, again after a crash restart and on a promoted standby.
 #include "pg/base/guard.hpp"
+#include "pg/api/schedule.hpp"
+#include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/job_state.hpp"
+#include "pg/runtime/extension.hpp"
+#include "pg/runtime/reaper.hpp"
+#include "pg/runtime/retention.hpp"
 #include "pg/runtime/worker_registry.hpp"
 #include "pg/runtime/worker.hpp"
 
@@ -169,9 +174,7 @@ void sweep_body(void* recovered) {
         told = true;
         return;
     }
-    SpiConnection spi;
-    *static_cast<int64*>(recovered) = sweep_database();
-    spi.finish();
+    *static_cast<int64*>(recovered) = with_spi([] { return sweep_database(); });
 }
 
 // Small batches, one per sweep and short transactions: retention never
@@ -187,9 +190,8 @@ void retention_body(void* context) {
     RetentionStep* step = static_cast<RetentionStep*>(context);
     step->deleted = 0;
     if (!schema_is_current()) return;
-    SpiConnection spi;
-    step->deleted = expire_finished_jobs(&step->cursor, retention_seconds, kRetentionBatch);
-    spi.finish();
+    step->deleted = with_spi(
+        [&] { return expire_finished_jobs(&step->cursor, retention_seconds, kRetentionBatch); });
 }
 
 // Event timeouts and cron ticks, each in a pass of its own: a schedule that
@@ -197,34 +199,21 @@ void retention_body(void* context) {
 // passes after it.
 void timeouts_body(void*) {
     if (!schema_is_current()) return;
-    SpiConnection spi;
-    wake_timed_out_waits();
-    spi.finish();
+    with_spi([] { wake_waiting_jobs(std::nullopt, std::nullopt); });
 }
 
 void cron_body(void*) {
     if (!schema_is_current()) return;
-    SpiConnection spi;
-    fire_due_schedules();
-    spi.finish();
+    with_spi([] { fire_due_schedules(); });
 }
 
 // Releases left by completions (see release_dependents). `left` is set when
 // some wait on children that another transaction still holds.
 // (A debt whose child is gone is left for retention to remove.)
-PreparedStatement debts_left(
-    "SELECT EXISTS (SELECT 1 FROM wf.release_debt r"
-    "                 JOIN wf.job j ON j.queue = r.child_queue AND j.id = r.child_id)",
-    {});
-
 void releases_body(void* left) {
     *static_cast<bool*>(left) = false;
     if (!schema_is_current()) return;
-    SpiConnection spi;
-    settle_release_debts();
-    debts_left.execute(nullptr, nullptr);
-    *static_cast<bool*>(left) = column_bool(0, 1);
-    spi.finish();
+    with_spi([&] { settle_release_debts(static_cast<bool*>(left)); });
 }
 
 // After an ERROR in the worker: log it, roll back, and go on.

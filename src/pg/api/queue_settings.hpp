@@ -6,7 +6,7 @@
 // table are seen after the next invalidation: use wf_configure_queue.)
 #pragma once
 
-#include "pg/base/postgres.hpp"
+#include "pg/jobs/job_state.hpp"
 
 namespace wf::pg {
 
@@ -15,10 +15,10 @@ struct QueueSettings {
     bool has_max_running = false;  // the claim then locks and re-reads the row
     bool has_lease = false;
     Interval lease{};
-    int32 max_attempts = 5;  // of a job enqueued without its own
+    int32 max_attempts = WF_DEFAULT_MAX_ATTEMPTS;  // of a job enqueued without its own
 };
 
-// Reads through the cache; must run inside an open SpiConnection.
+// Reads through the cache; runs inside SPI.
 QueueSettings queue_settings(Datum queue);
 
 // Called by wf_configure_queue after it changed a queue's row.

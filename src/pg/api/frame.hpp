@@ -1,0 +1,49 @@
+// The frame every SQL function of pg_wf runs in: its arguments read into
+// typed values once, then its work inside SPI on a schema this library
+// serves. (The C++/PostgreSQL boundary itself is WF_SQL_FUNCTION, guard.hpp.)
+#pragma once
+
+#include "pg/base/args.hpp"
+#include "pg/jobs/job_state.hpp"
+#include "pg/runtime/extension.hpp"
+
+namespace wf::pg {
+
+// Runs `body` inside SPI after checking that the extension's SQL objects
+// are a version this library serves (55000 otherwise). See with_spi for
+// what the body may return.
+template <typename Body>
+decltype(auto) with_job_tables(Body&& body) {
+    require_current_schema();
+    return with_spi(std::forward<Body>(body));
+}
+
+// Arguments 0..2 of a worker write: the fencing token (queue, id, attempt),
+// validated (non-NULL, a valid queue name).
+inline FencingToken fencing_token_arg(FunctionCallInfo fcinfo) {
+    FencingToken token;
+    token.queue_name = queue_arg(fcinfo, 0);
+    token.queue = PG_GETARG_DATUM(0);
+    token.id = int64_arg(fcinfo, 1, "id");
+    token.attempt = int32_arg(fcinfo, 2, "attempt");
+    return token;
+}
+
+// An optional argument: none when NULL.
+inline std::optional<Datum> optional_arg(FunctionCallInfo fcinfo, int n) {
+    if (PG_ARGISNULL(n)) return std::nullopt;
+    return PG_GETARG_DATUM(n);
+}
+
+// Returns `ids` as the rows of a SETOF bigint function.
+inline void return_ids(FunctionCallInfo fcinfo, const std::vector<int64>& ids) {
+    call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    for (int64 id : ids) {
+        Datum value = Int64GetDatum(id);
+        bool isnull = false;
+        call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull); });
+    }
+}
+
+}  // namespace wf::pg

@@ -1,0 +1,809 @@
+// The job state machine's transitions (see job_state.hpp for the diagram
+// and the invariants). Each is a statement or two over wf.job, wf.ready,
+// wf.claim and wf.event_wait; the dependency engine (dependencies.cpp)
+// carries their effects to other jobs.
+#include "pg/jobs/job_state.hpp"
+
+#include "core/error.hpp"
+#include "core/retry_policy.hpp"
+#include "pg/jobs/dependencies.hpp"
+#include "pg/jobs/ready_set.hpp"
+#include "pg/runtime/ownership.hpp"
+#include "pg/runtime/wakeup.hpp"
+
+extern "C" {
+#include "common/pg_prng.h"
+}
+
+namespace wf::pg {
+namespace {
+
+// Parameters $1..$3 of a statement fenced by the token.
+template <int N>
+Params<N> token_params(const FencingToken& token) {
+    Params<N> p;
+    p.set(0, token.queue);
+    p.set(1, Int64GetDatum(token.id));
+    p.set(2, Int32GetDatum(token.attempt));
+    return p;
+}
+
+std::string_view text_view(Datum d) {
+    text* t = call([&] { return DatumGetTextPP(d); });
+    return std::string_view(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
+// Wakes the claimers of every queue named in column `queue` of `rows`
+// whose column `status` (if given) is 'pending'.
+void note_ready_queues(const Rows& rows, const char* status_column = nullptr) {
+    for (uint64 r = 0; r < rows.size(); r++) {
+        if (status_column && rows.text_at(r, status_column) != "pending") continue;
+        note_queue_ready(rows.text_at(r, "queue"));
+    }
+}
+
+// ---------------------------------------------------------------- enqueue
+
+// A pending job also gets its row in the ready set, in the same statement.
+// Without an idempotency key the inserts are plain (WF_SQL_ENTER_READY_NEW).
+#define WF_INSERT_JOB_SQL(ON_KEY_CONFLICT, ENTER_READY) \
+    "WITH job AS (" \
+    " INSERT INTO wf.job (queue, status, payload, run_at, priority, max_attempts," \
+    "                    attempt_budget, idempotency_key, workflow_id, step_name," \
+    "                    depends_on, pending_deps, last_error, cancelled_by, finished_at)" \
+    " VALUES ($1, $2, $3, coalesce($4, now()), $5, $6, $6, $7, $8, $9, $10, $11, $12, $13," \
+    "         CASE WHEN $2 = 'cancelled' THEN now() END)" \
+    ON_KEY_CONFLICT \
+    " RETURNING queue, priority, run_at, id, status)," \
+    ENTER_READY("job", WF_SQL_IF_PENDING) \
+    " SELECT id FROM job"
+
+#define WF_INSERT_JOB_TYPES \
+    {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID, \
+     INT8ARRAYOID, INT4OID, TEXTOID, INT8OID}
+
+PreparedStatement insert_keyed_job(
+    WF_INSERT_JOB_SQL(" ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
+                      " DO NOTHING",
+                      WF_SQL_ENTER_READY),
+    WF_INSERT_JOB_TYPES);
+
+PreparedStatement insert_unkeyed_job(WF_INSERT_JOB_SQL("", WF_SQL_ENTER_READY_NEW),
+                                     WF_INSERT_JOB_TYPES);
+
+PreparedStatement find_by_key(
+    "SELECT id, payload = $3 AS same_payload FROM wf.job"
+    " WHERE queue = $1 AND idempotency_key = $2",
+    {TEXTOID, TEXTOID, JSONBOID});
+
+PreparedStatement insert_batch(
+    "WITH job AS ("
+    " INSERT INTO wf.job (queue, status, payload, max_attempts, attempt_budget)"
+    " SELECT $1, 'pending', e.value, $3, $3"
+    "   FROM jsonb_array_elements($2) WITH ORDINALITY AS e(value, n)"
+    "  ORDER BY e.n"
+    " RETURNING queue, priority, run_at, id),"
+    WF_SQL_ENTER_READY_NEW("job", "")
+    " SELECT id FROM job",
+    {TEXTOID, JSONBOID, INT4OID});
+
+// ------------------------------------------------------------------ claim
+
+// After the ready rows are taken (ready_set.cpp), one statement: record the
+// attempt, its owner and lease in the unlogged claim table, and read the
+// jobs. The job row is only read: removing the ready row is all a claim
+// writes to WAL. The queue is named in every reference to a job table, so
+// the statement can be routed by queue.
+PreparedStatement claim_statement(
+    "WITH picked AS ("
+    "  SELECT * FROM unnest($7::bigint[], $8::int[], $9::timestamptz[]) AS p(id, priority, run_at)),"
+    // A ready row's key is its job's own priority and run_at; a row that
+    // does not match (none should) is used up without handing the job out.
+    " claimed AS ("
+    "  SELECT j.id, j.attempt + 1 AS attempt"
+    "    FROM wf.job j JOIN picked ON j.queue = $1 AND j.id = picked.id"
+    "     AND j.priority = picked.priority AND j.run_at = picked.run_at"
+    "   WHERE j.status = 'pending'),"
+    " owned AS ("
+    "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at,"
+    "                        worker, owner_pid, started_at)"
+    "  SELECT $1, id, attempt, $3, $5, $6 + $5, $2, $4, $6 FROM claimed"
+    // A row some earlier attempt left behind is replaced; one of this
+    // attempt is never: the claim row is what makes an attempt number
+    // one owner's, and a job it would hand out twice is not handed out.
+    "  ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt,"
+    "     owner_session = excluded.owner_session, lease = excluded.lease,"
+    "     lease_expires_at = excluded.lease_expires_at, worker = excluded.worker,"
+    "     owner_pid = excluded.owner_pid, started_at = excluded.started_at"
+    "   WHERE wf.claim.attempt < excluded.attempt"
+    "  RETURNING id, attempt)"
+    // The jobs are read again by key (the same snapshot): joining the two
+    // CTEs instead would compare every claimed row with every owned one.
+    // The first kClaimColumns columns are wf_claim's result, in its order.
+    " SELECT j.id, o.attempt, j.queue, j.payload, j.workflow_id, j.step_name, j.priority,"
+    "        j.max_attempts, j.idempotency_key,"
+    // The results of the jobs it depended on, keyed by step name (or id).
+    "        CASE WHEN j.depends_on IS NOT NULL THEN"
+    "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text),"
+    "                                   coalesce(p.result, 'null'))"
+    "             FROM wf.job p WHERE p.id = ANY (j.depends_on)) END AS inputs,"
+    "        $6 + $5 AS lease_expires_at,"
+    // Checkpoints of earlier attempts (a first claim has none to look for).
+    "        CASE WHEN o.attempt > 1 THEN"
+    "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))"
+    "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = j.id) END AS checkpoints,"
+    "        j.events, j.run_at AS ready_run_at"
+    "   FROM owned o JOIN wf.job j ON j.queue = $1 AND j.id = o.id",
+    {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID, INT8ARRAYOID,
+     INT4ARRAYOID, TIMESTAMPTZARRAYOID});
+
+PreparedStatement count_running_statement(
+    "SELECT count(*) AS running FROM wf.claim c JOIN wf.job j ON j.queue = $1 AND j.id = c.id"
+    " WHERE c.queue = $1 AND " WF_SQL_ROW_RUNS("j", "c.attempt"),
+    {TEXTOID});
+
+// When the next scheduled job of the queue becomes due, to bound a wait.
+PreparedStatement next_due(
+    "SELECT min(run_at) AS due FROM wf.ready WHERE queue = $1 AND run_at > $2",
+    {TEXTOID, TIMESTAMPTZOID});
+
+PreparedStatement read_claim(
+    "SELECT c.lease, j.cancel_requested FROM wf.job j, wf.claim c WHERE " WF_SQL_TOKEN_HOLDS,
+    {TEXTOID, INT8OID, INT4OID});
+
+// Leases live in the unlogged claim table: a renewal writes no WAL.
+PreparedStatement extend_lease(
+    "UPDATE wf.claim SET lease = $4, lease_expires_at = $5 + $4"
+    " WHERE queue = $1 AND id = $2 AND attempt = $3",
+    {TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID});
+
+// ------------------------------------------------------ end of an attempt
+
+// A job whose cancellation was requested while it ran ends `cancelled`
+// whichever way it finishes. The job row first, then its claim: the reaper
+// takes them in the same order, so the two never deadlock.
+PreparedStatement complete_one(
+    "WITH finished AS ("
+    " UPDATE wf.job j SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END,"
+    "       result = CASE WHEN j.cancel_requested THEN j.result ELSE $4 END,"
+    "       finished_at = now(),"
+    "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
+    "                         ELSE j.last_error END," WF_SQL_END_ATTEMPT
+    " RETURNING j.id, j.attempt, j.status, j.has_dependents),"
+    WF_SQL_END_CLAIM("finished")
+    " SELECT status, has_dependents FROM finished",
+    {TEXTOID, INT8OID, INT4OID, JSONBOID});
+
+// The same for many jobs of one queue, in one statement. Each (id, attempt)
+// finds its claim through the claim table's key: the lateral subquery is
+// kept apart (OFFSET 0) so that the planner cannot turn it into a scan of
+// every claim of the queue joined to the input.
+PreparedStatement complete_many(
+    "WITH input AS ("
+    "  SELECT t.id, t.attempt, t.result, c.started_at, c.worker"
+    "    FROM unnest($2::bigint[], $3::int[], $4::jsonb[]) AS t(id, attempt, result),"
+    "         LATERAL (SELECT c.started_at, c.worker FROM wf.claim c"
+    "                   WHERE c.queue = $1 AND c.id = t.id AND c.attempt = t.attempt"
+    "                  OFFSET 0) AS c),"
+    " finished AS ("
+    " UPDATE wf.job j"
+    "   SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END,"
+    "       attempt = i.attempt, started_at = i.started_at, worker = i.worker,"
+    "       result = CASE WHEN j.cancel_requested THEN j.result ELSE i.result END,"
+    "       finished_at = now(),"
+    "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
+    "                         ELSE j.last_error END"
+    "  FROM input i"
+    " WHERE j.queue = $1 AND j.id = i.id AND " WF_SQL_ROW_RUNS("j", "i.attempt")
+    " RETURNING j.id, j.status, j.has_dependents),"
+    " released AS (DELETE FROM wf.claim c"
+    "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))"
+    " SELECT id, status, has_dependents FROM finished",
+    {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
+
+PreparedStatement read_for_fail(
+    "SELECT c.attempt, j.max_attempts, j.cancel_requested,"
+    "       extract(epoch FROM coalesce(q.backoff_base, '1 second'))::float8 AS backoff_base,"
+    "       extract(epoch FROM coalesce(q.backoff_max, '1 hour'))::float8 AS backoff_max"
+    "  FROM wf.job j, wf.claim c LEFT JOIN wf.queue_config q ON q.queue = $1"
+    " WHERE " WF_SQL_TOKEN_HOLDS
+    "   FOR NO KEY UPDATE OF j",
+    {TEXTOID, INT8OID, INT4OID});
+
+PreparedStatement record_failure(
+    "WITH failed AS ("
+    " UPDATE wf.job j SET status = $4, last_error = $5,"
+    "       run_at = CASE WHEN $4 = 'pending' THEN now() + make_interval(secs => $6) ELSE j.run_at END,"
+    "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END," WF_SQL_END_ATTEMPT
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
+    WF_SQL_END_CLAIM("failed") ","
+    WF_SQL_ENTER_READY("failed", WF_SQL_IF_PENDING)
+    " SELECT 1",
+    {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, FLOAT8OID});
+
+// ------------------------------------------------------------------- park
+
+// The running attempt, locked: parking it must not race its completion or
+// its recovery. Parking ends the claim without spending an attempt: its
+// max_attempts grows by one, since the next claim counts one more.
+PreparedStatement lock_running(
+    "SELECT j.cancel_requested FROM wf.job j, wf.claim c WHERE " WF_SQL_TOKEN_HOLDS
+    " FOR NO KEY UPDATE OF j",
+    {TEXTOID, INT8OID, INT4OID});
+
+// Back to pending at $4 (its place in line). With an event name in $5, the
+// event is delivered, signalled with payload $6.
+PreparedStatement park_pending(
+    "WITH parked AS ("
+    " UPDATE wf.job j SET status = 'pending', run_at = $4, max_attempts = j.max_attempts + 1,"
+    "        events = CASE WHEN $5::text IS NULL THEN j.events"
+    "                      ELSE coalesce(j.events, '{}') || jsonb_build_object($5::text,"
+    "                        jsonb_build_object('status', 'signalled', 'payload', $6::jsonb)) END,"
+    WF_SQL_END_ATTEMPT
+    "  RETURNING j.queue, j.priority, j.run_at, j.id),"
+    WF_SQL_END_CLAIM("parked") ","
+    WF_SQL_ENTER_READY("parked", "")
+    " SELECT 1 FROM parked",
+    {TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID, JSONBOID});
+
+PreparedStatement park_waiting(
+    "WITH parked AS ("
+    " UPDATE wf.job j SET status = 'waiting', max_attempts = j.max_attempts + 1,"
+    WF_SQL_END_ATTEMPT
+    "  RETURNING j.id),"
+    WF_SQL_END_CLAIM("parked") ","
+    " waits AS (INSERT INTO wf.event_wait (queue, id, attempt, event, timeout_at)"
+    "           SELECT $1, $2, $3, $4, now() + $5 FROM parked"
+    "           ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt,"
+    "              event = excluded.event, timeout_at = excluded.timeout_at, since = now())"
+    " SELECT 1 FROM parked",
+    {TEXTOID, INT8OID, INT4OID, TEXTOID, INTERVALOID});
+
+// Wakes the jobs waiting on an event ($1) or whose timeout passed ($1
+// NULL): wait rows first, then jobs, in every caller. A wait row of a job
+// no longer waiting at that attempt (cancelled, say) is just removed.
+PreparedStatement wake_parked_jobs(
+    "WITH woken_waits AS ("
+    "  DELETE FROM wf.event_wait w"
+    "   WHERE ($1::text IS NOT NULL AND w.event = $1)"
+    "      OR ($1::text IS NULL AND w.timeout_at <= $3)"
+    "  RETURNING w.queue, w.id, w.attempt, w.event),"
+    " woken AS ("
+    "  UPDATE wf.job j SET status = 'pending', run_at = $3,"
+    "         events = coalesce(j.events, '{}') || jsonb_build_object(w.event,"
+    "           CASE WHEN $1::text IS NULL THEN jsonb_build_object('status', 'timed_out')"
+    "                ELSE jsonb_build_object('status', 'signalled', 'payload', $2::jsonb) END)"
+    "    FROM woken_waits w"
+    "   WHERE j.queue = w.queue AND j.id = w.id AND j.attempt = w.attempt"
+    "     AND j.status = 'waiting'"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id),"
+    WF_SQL_ENTER_READY("woken", "")
+    " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
+    {TEXTOID, JSONBOID, TIMESTAMPTZOID});
+
+// ---------------------------------------------------------------- recover
+
+PreparedStatement running_owners(
+    "SELECT DISTINCT owner_session FROM wf.claim WHERE queue <> ''", {});
+
+// SQL: job row J runs attempt A, as 1.2 writes it or as a claim made by a
+// 1.1 library (the server not restarted after the library was replaced).
+#define WF_SQL_ROW_RUNS_ANY_VERSION(J, A) \
+    "(" WF_SQL_ROW_RUNS(J, A) " OR (" J ".attempt = " A " AND " J ".status = 'running'))"
+
+// The job row first, then its claim, as wf_complete does: no deadlock. A
+// recovered job keeps its run_at, and so its place in line. The lost
+// attempt counts: the job row takes its number.
+PreparedStatement recover_statement(
+    "WITH lost AS ("
+    "  SELECT c.queue, c.id, c.attempt, c.owner_session = ANY($1) AS session_ended,"
+    "         c.lease_expires_at, c.owner_pid, c.worker, c.started_at"
+    "    FROM wf.claim c"
+    "   WHERE c.queue <> '' AND (c.owner_session = ANY($1) OR c.lease_expires_at < $2)),"
+    " recovered AS ("
+    "  UPDATE wf.job j SET"
+    "    attempt = lost.attempt, worker = lost.worker, started_at = lost.started_at,"
+    "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
+    "                  WHEN lost.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
+    "    last_error = CASE WHEN lost.session_ended"
+    "                 THEN format('worker lost: session (pid %s) ended during attempt %s',"
+    "                             lost.owner_pid, lost.attempt)"
+    "                 ELSE format('worker lost: lease expired at %s during attempt %s',"
+    "                             lost.lease_expires_at, lost.attempt) END,"
+    "    finished_at = CASE WHEN j.cancel_requested OR lost.attempt >= j.max_attempts THEN $2 END"
+    "   FROM lost"
+    "  WHERE j.queue = lost.queue AND j.id = lost.id AND "
+    WF_SQL_ROW_RUNS_ANY_VERSION("j", "lost.attempt")
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
+    // With the claims recovered go lost ones that hold no job at all (a job
+    // deleted by hand): otherwise each pass would look at them again.
+    " released AS (DELETE FROM wf.claim c USING lost"
+    "               WHERE c.queue = lost.queue AND c.id = lost.id AND c.attempt = lost.attempt"
+    "                 AND (EXISTS (SELECT 1 FROM recovered r"
+    "                               WHERE r.queue = c.queue AND r.id = c.id AND r.attempt = c.attempt)"
+    "                      OR NOT EXISTS (SELECT 1 FROM wf.job j"
+    "                                      WHERE j.queue = c.queue AND j.id = c.id"
+    "                                        AND " WF_SQL_ROW_RUNS_ANY_VERSION("j", "c.attempt") "))),"
+    WF_SQL_ENTER_READY("recovered", WF_SQL_IF_PENDING)
+    " SELECT queue, id, status FROM recovered",
+    {INT8ARRAYOID, TIMESTAMPTZOID});
+
+// wf.claim is unlogged: a crash (or a standby's promotion) empties it,
+// sentinel row included. The sessions of the running jobs died with the
+// server, and what is left of a claim is that its job is pending without a
+// ready row (the claim's one durable write was removing it). Those jobs are
+// recovered once, their lost attempt counted: a job that crashes the server
+// each time it runs ends failed like any other, and the attempt number the
+// lost worker holds is never handed out again.
+PreparedStatement find_sentinel("SELECT 1 FROM wf.claim WHERE queue = '' AND id = 0", {});
+
+// $2 says how the claims were lost. A row still marked running (written
+// by a 1.1 library, its attempt already counted) was lost too.
+PreparedStatement recover_orphans(
+    "WITH orphan AS ("
+    "  SELECT j.queue, j.id, j.attempt AS seen, j.status AS seen_status,"
+    "         j.attempt + CASE WHEN j.status = 'running' THEN 0 ELSE 1 END AS attempt"
+    "    FROM wf.job j"
+    "   WHERE j.status = 'running'"
+    "      OR (j.status = 'pending'"
+    "          AND NOT EXISTS (SELECT 1 FROM wf.ready r WHERE " WF_SQL_READY_ROW_OF("j", "r") ")"
+    "          AND NOT EXISTS (SELECT 1 FROM wf.claim c"
+    "               WHERE c.queue = j.queue AND c.id = j.id AND c.attempt = j.attempt + 1))),"
+    " recovered AS ("
+    "  UPDATE wf.job j SET attempt = o.attempt,"
+    "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
+    "                  WHEN o.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
+    "    last_error = format('worker lost: %s during attempt %s', $2, o.attempt),"
+    "    finished_at = CASE WHEN j.cancel_requested OR o.attempt >= j.max_attempts THEN $1 END"
+    "   FROM orphan o"
+    "  WHERE j.queue = o.queue AND j.id = o.id AND j.attempt = o.seen AND j.status = o.seen_status"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
+    WF_SQL_ENTER_READY("recovered", WF_SQL_IF_PENDING) ","
+    " sentinel AS (INSERT INTO wf.claim VALUES ('', 0, 0, 0) ON CONFLICT DO NOTHING)"
+    " SELECT queue, id, status FROM recovered",
+    {TIMESTAMPTZOID, TEXTOID});
+
+// Wakes claimers of recovered jobs; appends the jobs that ended for good.
+int64 note_recovered(const Rows& rows, std::vector<int64>* finished) {
+    note_ready_queues(rows, "status");
+    for (uint64 r = 0; r < rows.size(); r++)
+        if (rows.text_at(r, "status") != "pending") finished->push_back(rows.int64_at(r, "id"));
+    return static_cast<int64>(rows.size());
+}
+
+// ------------------------------------------------------- operator actions
+
+// wf_cancel locks the job row first, as completions, the reaper and
+// wf_cancel_workflow do (a claim locks no job row). Locked, the job changes
+// status only by a claim taking its ready row; so a pending job's ready row
+// is taken next, waiting for a claimer that holds one. After that the job
+// is running (that claimer committed: it is flagged) or its ready row is
+// gone (taken here, or its claim was lost in a crash: it is cancelled).
+PreparedStatement lock_job(
+    "SELECT status = 'pending' AS pending, priority, run_at FROM wf.job"
+    " WHERE queue = $1 AND id = $2 FOR NO KEY UPDATE",
+    {TEXTOID, INT8OID});
+
+// The key of a pending job's ready row is its own priority and run_at.
+PreparedStatement leave_ready_set(
+    "DELETE FROM wf.ready WHERE queue = $1 AND priority = $3 AND run_at = $4 AND id = $2",
+    {TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID});
+
+// A running job is only flagged (it stays pending in its row).
+#define WF_SQL_CANCEL_OR_FLAG(J, REASON)                                                   \
+    " status = CASE WHEN " WF_SQL_JOB_RUNNING(J) " THEN " J ".status ELSE 'cancelled' END," \
+    " cancel_requested = " WF_SQL_JOB_RUNNING(J) ","                                       \
+    " finished_at = CASE WHEN " WF_SQL_JOB_RUNNING(J) " THEN NULL ELSE now() END,"         \
+    " last_error = CASE WHEN " WF_SQL_JOB_RUNNING(J) " THEN " J ".last_error ELSE " REASON " END"
+
+PreparedStatement cancel_statement(
+    "UPDATE wf.job j SET" WF_SQL_CANCEL_OR_FLAG("j", "'cancelled'")
+    " WHERE j.queue = $1 AND j.id = $2"
+    "   AND j.status IN ('blocked', 'pending', 'waiting') AND NOT j.cancel_requested"
+    " RETURNING j.status",
+    {TEXTOID, INT8OID});
+
+// Back from the dead letter with a fresh budget of attempts. The attempt
+// counter itself never goes back: it is the fencing token.
+PreparedStatement retry_statement(
+    "WITH retried AS ("
+    " UPDATE wf.job j"
+    "   SET status = CASE WHEN u.unfinished > 0 THEN 'blocked' ELSE 'pending' END,"
+    "       pending_deps = u.unfinished, max_attempts = j.attempt + j.attempt_budget,"
+    "       run_at = now(), finished_at = NULL, cancelled_by = NULL, cancel_requested = false"
+    "  FROM (SELECT count(*) FILTER (WHERE p.status <> 'done') AS unfinished"
+    "          FROM wf.job p, wf.job me"
+    "         WHERE me.queue = $1 AND me.id = $2 AND p.id = ANY(me.depends_on)) AS u"
+    " WHERE j.queue = $1 AND j.id = $2 AND j.status IN ('failed', 'cancelled')"
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.status)"
+    WF_SQL_FORGIVE_DEBTS("retried") ","
+    WF_SQL_ENTER_READY("retried", WF_SQL_IF_PENDING)
+    " SELECT status FROM retried",
+    {TEXTOID, INT8OID});
+
+// Cancelling a workflow. Its unfinished steps are locked first, in
+// (queue, id) order as completions lock the children they release: none of
+// them changes status until this transaction ends, except that a claimer
+// may still take a pending step's ready row (a claim locks no job row).
+// So their ready rows are taken next, waiting for a claimer that holds one:
+// after its commit that step is running, and is flagged. Only the steps
+// locked here are touched.
+PreparedStatement lock_workflow(
+    "SELECT id FROM wf.job WHERE workflow_id = $1"
+    "   AND status IN ('blocked', 'pending', 'waiting')"
+    " ORDER BY queue, id FOR NO KEY UPDATE",
+    {UUIDOID});
+
+PreparedStatement unready_workflow(
+    "DELETE FROM wf.ready r"
+    " WHERE r.ctid = ANY (ARRAY("
+    "   SELECT c.ctid FROM wf.job j JOIN wf.ready c ON " WF_SQL_READY_ROW_OF("j", "c")
+    "    WHERE j.id = ANY ($1) AND j.status = 'pending'"
+    "      FOR UPDATE OF c))",
+    {INT8ARRAYOID});
+
+// Then, in a statement of its own (a fresh snapshot, after those waits):
+// the pending steps that are not running have no ready row left -- taken
+// above, or lost with a claim in a crash -- and are cancelled. Locked, none
+// of them can gain a ready row or a claim meanwhile.
+PreparedStatement idle_steps(
+    "SELECT j.id FROM wf.job j"
+    " WHERE j.id = ANY ($1) AND j.status = 'pending' AND NOT " WF_SQL_JOB_RUNNING("j")
+    "   AND NOT EXISTS (SELECT 1 FROM wf.ready r WHERE " WF_SQL_READY_ROW_OF("j", "r") ")",
+    {INT8ARRAYOID});
+
+PreparedStatement cancel_steps(
+    "UPDATE wf.job j SET" WF_SQL_CANCEL_OR_FLAG("j", "'workflow cancelled'")
+    " WHERE j.id = ANY ($1)"
+    "   AND (j.status IN ('blocked', 'waiting') OR j.id = ANY ($2)"
+    "        OR (" WF_SQL_JOB_RUNNING("j") " AND NOT j.cancel_requested))"
+    " RETURNING j.id, j.status = 'cancelled' AND j.has_dependents AS cancelled_parent",
+    {INT8ARRAYOID, INT8ARRAYOID});
+
+// Of the steps just cancelled, those with a blocked dependent left: a job
+// outside the workflow that depends on them (the workflow's own steps are
+// cancelled already).
+PreparedStatement parents_of_outsiders(
+    "SELECT DISTINCT d.parent_id FROM wf.dependency d"
+    "  JOIN wf.job c ON c.queue = d.child_queue AND c.id = d.child_id"
+    " WHERE d.parent_id = ANY ($1) AND c.status = 'blocked'",
+    {INT8ARRAYOID});
+
+PreparedStatement mark_workflow_cancelled(
+    "UPDATE wf.workflow SET cancelled_at = coalesce(cancelled_at, now()) WHERE id = $1",
+    {UUIDOID});
+
+std::vector<int64> int64_column(const Rows& rows, const char* column) {
+    std::vector<int64> v;
+    v.reserve(rows.size());
+    for (uint64 r = 0; r < rows.size(); r++) v.push_back(rows.int64_at(r, column));
+    return v;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- enqueue
+
+std::optional<int64> insert_job(const NewJob& job) {
+    Params<13> p;
+    p.set(0, job.queue);
+    p.set(1, text_datum(job.status));
+    p.set(2, job.payload);
+    p.set_or_null(3, !job.run_at, job.run_at.value_or(0));
+    p.set(4, Int32GetDatum(job.priority));
+    p.set(5, Int32GetDatum(job.max_attempts));
+    p.set_or_null(6, !job.idempotency_key, job.idempotency_key.value_or(0));
+    p.set_or_null(7, !job.workflow_id, job.workflow_id.value_or(0));
+    p.set_or_null(8, !job.step_name, job.step_name.value_or(0));
+    p.set_or_null(9, job.depends_on.empty(), job.depends_on.empty() ? 0 : int8_array(job.depends_on));
+    p.set(10, Int32GetDatum(job.pending_deps));
+    p.set_or_null(11, job.last_error.empty(), job.last_error.empty() ? 0 : text_datum(job.last_error));
+    p.set_or_null(12, job.cancelled_by == 0, Int64GetDatum(job.cancelled_by));
+    PreparedStatement& insert = job.idempotency_key ? insert_keyed_job : insert_unkeyed_job;
+    Rows rows = insert.execute(p.values, p.nulls);
+    if (rows.empty()) return std::nullopt;
+    if (std::strcmp(job.status, "pending") == 0) note_queue_ready(text_view(job.queue));
+    return rows.int64_at(0, "id");
+}
+
+std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload) {
+    Params<3> p;
+    p.set(0, queue);
+    p.set(1, key);
+    p.set(2, payload);
+    Rows rows = find_by_key.execute(p.values, p.nulls);
+    if (rows.size() != 1) return std::nullopt;
+    return KeyHolder{rows.int64_at(0, "id"), rows.bool_at(0, "same_payload")};
+}
+
+std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts) {
+    Params<3> p;
+    p.set(0, queue);
+    p.set(1, payloads);
+    p.set(2, Int32GetDatum(max_attempts));
+    std::vector<int64> ids = int64_column(insert_batch.execute(p.values, p.nulls), "id");
+    // Ids come from one sequence in insertion order: sorted is input order.
+    std::sort(ids.begin(), ids.end());
+    if (!ids.empty()) note_queue_ready(text_view(queue));
+    return ids;
+}
+
+// ------------------------------------------------------------------ claim
+
+std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int limit) {
+    std::vector<ClaimedJob> jobs;
+    if (limit <= 0) return jobs;
+    Datum now = clock_now();
+    std::vector<ReadyRow> ready = take_ready_rows(queue, DatumGetTimestampTz(now), limit);
+    if (ready.empty()) return jobs;
+    std::vector<Datum> ids, priorities, run_ats;
+    for (const ReadyRow& r : ready) {
+        ids.push_back(Int64GetDatum(r.id));
+        priorities.push_back(Int32GetDatum(r.priority));
+        run_ats.push_back(TimestampTzGetDatum(r.run_at));
+    }
+    std::vector<bool> no_nulls(ready.size(), false);
+
+    Params<9> p;
+    p.set(0, queue);
+    p.set(1, owner.worker);
+    p.set(2, Int64GetDatum(session_owner_key()));
+    p.set(3, Int32GetDatum(MyProcPid));
+    p.set_or_null(4, !owner.lease, owner.lease ? IntervalPGetDatum(&*owner.lease) : 0);
+    p.set(5, now);
+    p.set(6, datum_array(ids, no_nulls, INT8OID));
+    p.set(7, datum_array(priorities, no_nulls, INT4OID));
+    p.set(8, datum_array(run_ats, no_nulls, TIMESTAMPTZOID));
+    Rows claimed = claim_statement.execute(p.values, p.nulls);
+    if (claimed.empty()) {
+        // An empty claim in a long wait: nothing to keep until SPI_finish.
+        claimed.free();
+        return jobs;
+    }
+    int run_at_column = claimed.position("ready_run_at");
+    jobs.resize(claimed.size());
+    SPITupleTable* table = claimed.table();
+    for (uint64 r = 0; r < claimed.size(); r++) {
+        ClaimedJob& job = jobs[r];
+        for (int c = 0; c < kClaimColumns; c++)
+            job.values[c] = SPI_getbinval(table->vals[r], table->tupdesc, c + 1, &job.nulls[c]);
+        bool isnull;
+        job.id = DatumGetInt64(job.values[0]);
+        job.priority = DatumGetInt32(job.values[6]);
+        job.run_at = DatumGetTimestampTz(
+            SPI_getbinval(table->vals[r], table->tupdesc, run_at_column, &isnull));
+    }
+    std::sort(jobs.begin(), jobs.end(), [](const ClaimedJob& a, const ClaimedJob& b) {
+        if (a.priority != b.priority) return a.priority > b.priority;
+        if (a.run_at != b.run_at) return a.run_at < b.run_at;
+        return a.id < b.id;
+    });
+    return jobs;
+}
+
+int64 count_running(Datum queue) {
+    Params<1> p;
+    p.set(0, queue);
+    return count_running_statement.execute(p.values, p.nulls).int64_at(0, "running");
+}
+
+long ms_until_next_due(Datum queue) {
+    Params<2> p;
+    p.set(0, queue);
+    p.set(1, clock_now());
+    Rows rows = next_due.execute(p.values, p.nulls);
+    bool none = rows.is_null(0, "due");
+    TimestampTz due = none ? 0 : DatumGetTimestampTz(rows.datum(0, "due"));
+    // A long wait runs this once per wake-up: free each result at once.
+    rows.free();
+    if (none) return -1;
+    long ms = static_cast<long>((due - GetCurrentTimestamp()) / 1000) + 1;
+    return std::max(ms, 1L);
+}
+
+bool heartbeat(const FencingToken& token, const Interval* extend) {
+    Params<5> p = token_params<5>(token);
+    Rows claim = read_claim.execute(p.values, p.nulls);
+    if (claim.size() != 1 || claim.bool_at(0, "cancel_requested")) return false;
+    bool has_lease = !claim.is_null(0, "lease");
+    if (!has_lease && extend == nullptr) return true;  // ownership is the session
+    p.set(3, extend ? PointerGetDatum(extend) : claim.datum(0, "lease"));
+    p.set(4, clock_now());
+    return extend_lease.execute(p.values, p.nulls).size() == 1;
+}
+
+// ------------------------------------------------------ end of an attempt
+
+bool complete_job(const FencingToken& token, std::optional<Datum> result, bool* done_out) {
+    Params<4> p = token_params<4>(token);
+    p.set_or_null(3, !result, result.value_or(0));
+    Rows finished = complete_one.execute(p.values, p.nulls);
+    if (finished.size() != 1) return false;
+    bool done = finished.text_at(0, "status") == "done";
+    if (done_out) *done_out = done;
+    if (finished.bool_at(0, "has_dependents")) {  // most jobs have none: skip the work
+        if (done)
+            release_dependents({token.id});
+        else
+            cancel_dependents({token.id}, "was cancelled");
+    }
+    // A slot under max_running is free again.
+    note_queue_ready(token.queue_name);
+    return true;
+}
+
+std::vector<int64> complete_jobs(Datum queue, Datum ids, Datum attempts,
+                                 std::optional<Datum> results) {
+    Params<4> p;
+    p.set(0, queue);
+    p.set(1, ids);
+    p.set(2, attempts);
+    p.set_or_null(3, !results, results.value_or(0));
+    Rows finished = complete_many.execute(p.values, p.nulls);
+    std::vector<int64> done, cancelled, parents_done;
+    for (uint64 r = 0; r < finished.size(); r++) {
+        int64 id = finished.int64_at(r, "id");
+        bool is_done = finished.text_at(r, "status") == "done";
+        bool has_dependents = finished.bool_at(r, "has_dependents");
+        if (is_done) done.push_back(id);
+        if (is_done && has_dependents) parents_done.push_back(id);
+        if (!is_done && has_dependents) cancelled.push_back(id);
+    }
+    release_dependents(parents_done);
+    if (!cancelled.empty()) cancel_dependents(cancelled, "was cancelled");
+    if (!finished.empty()) note_queue_ready(text_view(queue));
+    std::sort(done.begin(), done.end());
+    return done;
+}
+
+const char* fail_job(const FencingToken& token, Datum error, std::optional<double> retry_in_seconds,
+                     bool permanent) {
+    Params<6> p = token_params<6>(token);
+    Rows claim = read_for_fail.execute(p.values, p.nulls);
+    if (claim.size() != 1) return nullptr;
+    int attempt = claim.int32_at(0, "attempt");
+    int max_attempts = claim.int32_at(0, "max_attempts");
+    core::BackoffSettings backoff;
+    backoff.base_seconds = DatumGetFloat8(claim.datum(0, "backoff_base"));
+    backoff.max_seconds = DatumGetFloat8(claim.datum(0, "backoff_max"));
+
+    const char* status = "pending";
+    double delay = 0;
+    if (claim.bool_at(0, "cancel_requested"))
+        status = "cancelled";
+    else if (core::classify_failure(attempt, max_attempts, permanent) == core::FailOutcome::dead_letter)
+        status = "failed";
+    else if (retry_in_seconds)
+        delay = *retry_in_seconds;
+    else
+        delay = core::backoff_seconds(backoff, attempt, pg_prng_double(&pg_global_prng_state));
+
+    p.set(3, text_datum(status));
+    p.set(4, error);
+    p.set(5, Float8GetDatum(delay));
+    record_failure.execute(p.values, p.nulls);
+    if (std::strcmp(status, "pending") != 0)
+        cancel_dependents({token.id}, std::strcmp(status, "failed") == 0 ? "failed" : "was cancelled");
+    // Ready again (after the delay), or a max_running slot freed.
+    note_queue_ready(token.queue_name);
+    return status;
+}
+
+// ------------------------------------------------------------------- park
+
+std::optional<bool> lock_running_attempt(const FencingToken& token) {
+    Params<3> p = token_params<3>(token);
+    Rows rows = lock_running.execute(p.values, p.nulls);
+    if (rows.size() != 1) return std::nullopt;
+    return rows.bool_at(0, "cancel_requested");
+}
+
+void park_as_pending(const FencingToken& token, Datum run_at, std::optional<Datum> event,
+                     std::optional<Datum> payload) {
+    Params<6> p = token_params<6>(token);
+    p.set(3, run_at);
+    p.set_or_null(4, !event, event.value_or(0));
+    p.set_or_null(5, !payload, payload.value_or(0));
+    park_pending.execute(p.values, p.nulls);
+    // Claimers waiting on the queue take it, or recompute when it is due.
+    note_queue_ready(token.queue_name);
+}
+
+void park_as_waiting(const FencingToken& token, Datum event, const Interval* timeout) {
+    Params<5> p = token_params<5>(token);
+    p.set(3, event);
+    p.set_or_null(4, timeout == nullptr, PointerGetDatum(timeout));
+    park_waiting.execute(p.values, p.nulls);
+    // A max_running slot is free again.
+    note_queue_ready(token.queue_name);
+}
+
+int64 wake_waiting_jobs(std::optional<Datum> event, std::optional<Datum> payload) {
+    Params<3> p;
+    p.set_or_null(0, !event, event.value_or(0));
+    p.set_or_null(1, !payload, payload.value_or(0));
+    p.set(2, clock_now());
+    Rows woken = wake_parked_jobs.execute(p.values, p.nulls);
+    note_ready_queues(woken);
+    int64 jobs = 0;
+    for (uint64 r = 0; r < woken.size(); r++) jobs += woken.int64_at(r, "jobs");
+    return jobs;
+}
+
+// ---------------------------------------------------------------- recover
+
+std::vector<int64> claim_owner_keys() {
+    return int64_column(running_owners.execute(), "owner_session");
+}
+
+int64 recover_claims(const std::vector<int64>& dead_owners, std::vector<int64>* finished) {
+    Params<2> p;
+    p.set(0, int8_array(dead_owners));
+    p.set(1, clock_now());
+    return note_recovered(recover_statement.execute(p.values, p.nulls), finished);
+}
+
+bool claims_survived() { return !find_sentinel.execute().empty(); }
+
+int64 recover_lost_claims(const char* how, std::vector<int64>* finished) {
+    Params<2> p;
+    p.set(0, clock_now());
+    p.set(1, text_datum(how));
+    return note_recovered(recover_orphans.execute(p.values, p.nulls), finished);
+}
+
+// ------------------------------------------------------- operator actions
+
+bool cancel_job(Datum queue, int64 id) {
+    Params<4> p;
+    p.set(0, queue);
+    p.set(1, Int64GetDatum(id));
+    Rows job = lock_job.execute(p.values, p.nulls);
+    if (job.size() != 1) return false;
+    if (job.bool_at(0, "pending")) {
+        p.set(2, job.datum(0, "priority"));
+        p.set(3, job.datum(0, "run_at"));
+        leave_ready_set.execute(p.values, p.nulls);
+    }
+    Rows cancelled = cancel_statement.execute(p.values, p.nulls);
+    if (cancelled.size() != 1) return false;
+    // A running job is only flagged: its dependents go when it stops.
+    if (cancelled.text_at(0, "status") == "cancelled") cancel_dependents({id}, "was cancelled");
+    return true;
+}
+
+bool retry_job(Datum queue, int64 id) {
+    lock_dependencies_of(queue, id);
+    Params<2> p;
+    p.set(0, queue);
+    p.set(1, Int64GetDatum(id));
+    Rows retried = retry_statement.execute(p.values, p.nulls);
+    if (retried.size() != 1) return false;
+    if (retried.text_at(0, "status") == "pending") note_queue_ready(text_view(queue));
+    restore_descendants(id);
+    return true;
+}
+
+int32 cancel_workflow_steps(Datum workflow_id) {
+    Params<1> w;
+    w.set(0, workflow_id);
+    Params<2> steps;
+    steps.set(0, int8_array(int64_column(lock_workflow.execute(w.values, w.nulls), "id")));
+    unready_workflow.execute(steps.values, steps.nulls);
+    steps.set(1, int8_array(int64_column(idle_steps.execute(steps.values, steps.nulls), "id")));
+    Rows cancelled = cancel_steps.execute(steps.values, steps.nulls);
+    std::vector<int64> parents;
+    for (uint64 r = 0; r < cancelled.size(); r++)
+        if (cancelled.bool_at(r, "cancelled_parent")) parents.push_back(cancelled.int64_at(r, "id"));
+    int32 count = static_cast<int32>(cancelled.size());
+    if (!parents.empty()) {
+        Params<1> o;
+        o.set(0, int8_array(parents));
+        std::vector<int64> outside = int64_column(parents_of_outsiders.execute(o.values, o.nulls), "parent_id");
+        if (!outside.empty()) cancel_dependents(outside, "was cancelled");
+    }
+    mark_workflow_cancelled.execute(w.values, w.nulls);
+    return count;
+}
+
+}  // namespace wf::pg

@@ -1,0 +1,72 @@
+// Retention: finished jobs older than wf.retention go, in small batches,
+// with what they leave behind elsewhere. Run by the background worker.
+#include "pg/runtime/retention.hpp"
+
+#include "pg/base/spi.hpp"
+
+namespace wf::pg {
+namespace {
+
+// A batch of the oldest jobs from the cursor on; the finished ones past
+// retention go, with their dependency edges. Deleting by
+// ctid skips a row a concurrent wf_retry changed meanwhile.
+PreparedStatement expire_jobs(
+    "WITH batch AS MATERIALIZED ("
+    "  SELECT ctid AS tid, id, created_at,"
+    "         status IN ('done', 'failed', 'cancelled') AND finished_at < $2 AS expired"
+    "    FROM wf.job WHERE id > $1 ORDER BY id LIMIT $3),"
+    " gone AS (DELETE FROM wf.job j WHERE j.ctid = ANY (ARRAY(SELECT tid FROM batch WHERE expired))"
+    "          RETURNING j.id),"
+    " edges AS (DELETE FROM wf.dependency d WHERE d.parent_id = ANY (ARRAY(SELECT id FROM gone)))"
+    " SELECT (SELECT max(id) FROM batch) AS last_id, (SELECT count(*) FROM gone) AS deleted,"
+    "        coalesce((SELECT bool_or(created_at >= $2) FROM batch), true) AS walked_all",
+    {INT8OID, TIMESTAMPTZOID, INT4OID});
+
+// Once per walk over the jobs: what retention leaves behind elsewhere.
+// Release debts and checkpoints of jobs deleted; workflows whose steps are all gone; signals
+// older than retention that nobody waits for (a later await of such an
+// event waits for a new signal); wait rows whose job no longer waits at
+// that attempt (it was cancelled).
+PreparedStatement expire_leftovers(
+    "WITH debts AS ("
+    "  DELETE FROM wf.release_debt r WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.queue = r.child_queue AND j.id = r.child_id)),"
+    " checkpoints AS ("
+    "  DELETE FROM wf.checkpoint k WHERE k.recorded_at < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = k.queue AND j.id = k.job_id)),"
+    " workflows AS ("
+    "  DELETE FROM wf.workflow w WHERE w.submitted_at < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.workflow_id = w.id)),"
+    " events AS ("
+    "  DELETE FROM wf.event e WHERE coalesce(e.signalled_at, e.created_at) < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.event_wait w WHERE w.event = e.name)),"
+    " waits AS ("
+    "  DELETE FROM wf.event_wait w WHERE w.since < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = w.queue AND j.id = w.id"
+    "                        AND j.attempt = w.attempt AND j.status = 'waiting'))"
+    " SELECT 1",
+    {TIMESTAMPTZOID});
+
+
+}  // namespace
+
+int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
+    Params<3> p;
+    p.set(0, Int64GetDatum(*cursor));
+    p.set(1, TimestampTzGetDatum(GetCurrentTimestamp() - int64{keep_seconds} * USECS_PER_SEC));
+    p.set(2, Int32GetDatum(batch));
+    Rows step = expire_jobs.execute(p.values, p.nulls);
+    int64 deleted = step.int64_at(0, "deleted");
+    // Past the last job, or among jobs created after the cutoff (which
+    // cannot have finished before it): start again from the oldest.
+    bool walked_all = step.bool_at(0, "walked_all");
+    *cursor = walked_all ? 0 : step.int64_at(0, "last_id");
+    if (walked_all) {
+        Params<1> l;
+        l.set(0, p.values[1]);
+        expire_leftovers.execute(l.values, l.nulls);
+    }
+    return deleted;
+}
+
+}  // namespace wf::pg
