@@ -1,6 +1,9 @@
 // pg_wf's shared memory, present only when the library is in
-// shared_preload_libraries: one segment, laid out by the two modules that
-// use it (the worker registry and the wake-ups' waiter slots).
+// shared_preload_libraries: one segment, "pg_wf", in which each module that
+// uses it owns its part. A part's owner gives its size (`..._size()`) and
+// is handed its place by the startup hook (`..._init(at, found)`; `found`:
+// already set up, when the postmaster did it for a backend that attaches
+// again). The parts: the worker registry and the wake-ups' waiter slots.
 #pragma once
 
 #include "pg/base/postgres.hpp"

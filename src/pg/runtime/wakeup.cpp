@@ -2,16 +2,45 @@
 // one lock. Instead a transaction that made jobs ready remembers the queues,
 // and after its commit sets the latch of the claimers waiting on them.
 #include "pg/runtime/wakeup.hpp"
-#include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/worker_registry.hpp"
 
 extern "C" {
+#include "access/twophase.h"
 #include "common/hashfn.h"
 }
 
 namespace wf::pg {
 
 namespace {
+
+// One slot per process, indexed by pgprocno: a claimer waiting
+// on a queue, seen by the transactions that commit jobs there.
+struct WaiterSlot {
+    pg_atomic_uint32 active;
+    Oid database;
+    uint32 queue_hash;
+};
+
+struct WaiterSlots {
+    int count;
+    // followed by WaiterSlot[count]
+};
+
+WaiterSlots* waiting = nullptr;  // null without shared_preload_libraries
+
+// Backends, auxiliary processes and prepared xacts: every pgprocno.
+int proc_slot_count() { return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts; }
+
+WaiterSlot* slots() {
+    return reinterpret_cast<WaiterSlot*>(reinterpret_cast<char*>(waiting) +
+                                         MAXALIGN(sizeof(WaiterSlots)));
+}
+
+// This process's slot, or null where it has none.
+WaiterSlot* my_slot() {
+    if (!waiting || MyProc == nullptr || MyProc->pgprocno >= waiting->count) return nullptr;
+    return &slots()[MyProc->pgprocno];
+}
 
 constexpr int kMaxNotedQueues = 32;
 uint32 noted[kMaxNotedQueues];
@@ -56,7 +85,7 @@ void note_releases_deferred() { releases_deferred = true; }
 void wake_launcher_at_commit() { launcher_wake_noted = true; }
 
 void note_queue_ready(const char* queue, size_t length) {
-    if (!shared_memory_ready()) return;  // no waiters to wake: they poll
+    if (!waiting) return;  // no waiters to wake: they poll
     uint32 hash = queue_hash(queue, length);
     for (int i = 0; i < noted_count; i++)
         if (noted[i] == hash) return;
@@ -64,6 +93,47 @@ void note_queue_ready(const char* queue, size_t length) {
         noted[noted_count++] = hash;
     else
         noted_overflow = true;
+}
+
+Size waiter_slots_size() {
+    return add_size(MAXALIGN(sizeof(WaiterSlots)), mul_size(sizeof(WaiterSlot), proc_slot_count()));
+}
+
+void waiter_slots_init(void* at, bool found) {
+    waiting = static_cast<WaiterSlots*>(at);
+    if (found) return;
+    memset(waiting, 0, waiter_slots_size());
+    waiting->count = proc_slot_count();
+    for (int i = 0; i < waiting->count; i++) pg_atomic_init_u32(&slots()[i].active, 0);
+}
+
+void begin_waiting(uint32 hash) {
+    WaiterSlot* slot = my_slot();
+    if (!slot) return;
+    slot->database = MyDatabaseId;
+    slot->queue_hash = hash;
+    pg_write_barrier();
+    pg_atomic_write_u32(&slot->active, 1);
+    // The claim that follows must see every commit that did not see this slot.
+    pg_memory_barrier();
+}
+
+void end_waiting() {
+    if (WaiterSlot* slot = my_slot()) pg_atomic_write_u32(&slot->active, 0);
+}
+
+void wake_waiters(const uint32* hashes, int count, bool all) {
+    if (!waiting) return;
+    pg_memory_barrier();
+    WaiterSlot* waiters = slots();
+    for (int i = 0; i < waiting->count; i++) {
+        if (pg_atomic_read_u32(&waiters[i].active) == 0) continue;
+        pg_read_barrier();
+        if (waiters[i].database != MyDatabaseId) continue;
+        bool match = all;
+        for (int h = 0; !match && h < count; h++) match = waiters[i].queue_hash == hashes[h];
+        if (match) SetLatch(&ProcGlobal->allProcs[i].procLatch);
+    }
 }
 
 }  // namespace wf::pg

@@ -26,4 +26,8 @@ void note_releases_deferred();
 // (or on any queue of this database when `all`).
 void wake_waiters(const uint32* hashes, int count, bool all);
 
+// Its part of pg_wf's shared memory segment (see shared_memory.hpp).
+Size waiter_slots_size();
+void waiter_slots_init(void* at, bool found);
+
 }  // namespace wf::pg

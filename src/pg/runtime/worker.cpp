@@ -2,15 +2,16 @@
 // where pg_wf is installed (or those named in wf.databases), and the reaper
 // itself. Both start when recovery has finished, so they run only on a
 // primary, again after a crash restart and on a promoted standby.
-#include "pg/base/guard.hpp"
+#include "pg/runtime/worker.hpp"
 #include "pg/api/schedule.hpp"
+#include "pg/base/guard.hpp"
+#include "pg/base/spi.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/job_state.hpp"
 #include "pg/runtime/extension.hpp"
 #include "pg/runtime/reaper.hpp"
 #include "pg/runtime/retention.hpp"
 #include "pg/runtime/worker_registry.hpp"
-#include "pg/runtime/worker.hpp"
 
 #include <cmath>
 
@@ -158,64 +159,6 @@ void launcher_loop() {
     }
 }
 
-// Each body leaves a database whose schema is older than the library alone
-// (until ALTER EXTENSION pg_wf UPDATE).
-void sweep_body(void* recovered) {
-    *static_cast<int64*>(recovered) = 0;
-    if (!schema_is_current()) {
-        static bool told = false;
-        if (!told)
-            call([] {
-                ereport(LOG, (errmsg("pg_wf worker: the extension's SQL objects in database \"%s\" are"
-                                     " older than its library; nothing is done there until"
-                                     " ALTER EXTENSION pg_wf UPDATE",
-                                     get_database_name(MyDatabaseId))));
-            });
-        told = true;
-        return;
-    }
-    *static_cast<int64*>(recovered) = with_spi([] { return sweep_database(); });
-}
-
-// Small batches, one per sweep and short transactions: retention never
-// holds long locks nor competes with claims for long.
-constexpr int kRetentionBatch = 1000;
-
-struct RetentionStep {
-    int64 cursor = 0;
-    int64 deleted = 0;
-};
-
-void retention_body(void* context) {
-    RetentionStep* step = static_cast<RetentionStep*>(context);
-    step->deleted = 0;
-    if (!schema_is_current()) return;
-    step->deleted = with_spi(
-        [&] { return expire_finished_jobs(&step->cursor, retention_seconds, kRetentionBatch); });
-}
-
-// Event timeouts and cron ticks, each in a pass of its own: a schedule that
-// cannot fire (a hand-edited row) holds back neither the timeouts nor the
-// passes after it.
-void timeouts_body(void*) {
-    if (!schema_is_current()) return;
-    with_spi([] { wake_waiting_jobs(std::nullopt, std::nullopt); });
-}
-
-void cron_body(void*) {
-    if (!schema_is_current()) return;
-    with_spi([] { fire_due_schedules(); });
-}
-
-// Releases left by completions (see release_dependents). `left` is set when
-// some wait on children that another transaction still holds.
-// (A debt whose child is gone is left for retention to remove.)
-void releases_body(void* left) {
-    *static_cast<bool*>(left) = false;
-    if (!schema_is_current()) return;
-    with_spi([&] { settle_release_debts(static_cast<bool*>(left)); });
-}
-
 // After an ERROR in the worker: log it, roll back, and go on.
 void report_error_and_roll_back() {
     HOLD_INTERRUPTS();
@@ -226,7 +169,6 @@ void report_error_and_roll_back() {
     RESUME_INTERRUPTS();
 }
 
-// One pass of the worker in a transaction of its own.
 // Every relation a pass may touch, locked up front without waiting. A pass
 // that waited for one of them while holding others could deadlock with a
 // DROP EXTENSION or a multi-table TRUNCATE, which lock them one by one in
@@ -246,19 +188,43 @@ bool lock_relations_without_waiting() {
     return true;
 }
 
-// An ERROR in it (a deadlock, a cancelled statement, a bad row) is logged
-// and its transaction rolled back, and the worker goes on with the next
-// pass, as autovacuum goes on with the next table. No C++ object lives in
-// this frame or between it and the body's guard.
-void run_pass(const char* activity, GuardedBody body, void* context) {
+enum class PassKind {
+    // C++ run through run_guarded inside SPI, with a snapshot, once every
+    // relation it may touch is locked without waiting.
+    sql,
+    // Plain C-style code that commits and starts transactions itself
+    // (VACUUM): no snapshot, no SPI, no relation locked before; an ereport
+    // from it unwinds no C++ object.
+    vacuum,
+};
+
+// What run_guarded runs for a PassKind::sql pass: its body, inside SPI.
+template <typename Body>
+void run_body_in_spi(void* body) {
+    with_spi(*static_cast<Body*>(body));
+}
+
+// One pass of the worker in a transaction of its own. An ERROR in it (a
+// deadlock, a cancelled statement, a bad row) is logged and its transaction
+// rolled back, and the worker goes on with the next pass, as autovacuum goes
+// on with the next table. No C++ object lives in this frame or between it
+// and the body's guard (`body` is a function, or a lambda capturing by
+// reference).
+template <PassKind kind = PassKind::sql, typename Body>
+void run_pass(const char* activity, Body&& body) {
     SetCurrentStatementStartTimestamp();
     StartTransactionCommand();
     PG_TRY();
     {
-        PushActiveSnapshot(GetTransactionSnapshot());
         pgstat_report_activity(STATE_RUNNING, activity);
-        if (lock_relations_without_waiting()) run_guarded(body, context);
-        PopActiveSnapshot();
+        if constexpr (kind == PassKind::vacuum) {
+            body();
+        } else {
+            PushActiveSnapshot(GetTransactionSnapshot());
+            if (lock_relations_without_waiting())
+                run_guarded(run_body_in_spi<std::remove_reference_t<Body>>, &body);
+            PopActiveSnapshot();
+        }
         CommitTransactionCommand();
     }
     PG_CATCH();
@@ -267,6 +233,57 @@ void run_pass(const char* activity, GuardedBody body, void* context) {
     }
     PG_END_TRY();
     pgstat_report_activity(STATE_IDLE, nullptr);
+}
+
+void on_worker_exit(int, Datum) { unregister_database_worker(false); }
+
+char database_name[NAMEDATALEN] = "";
+bool announced = false;
+bool told_schema_older = false;
+
+// pg_wf was dropped from this database: the worker leaves, and the launcher
+// starts another here only once it is created again.
+[[noreturn]] void leave_database() {
+    CommitTransactionCommand();
+    cancel_before_shmem_exit(on_worker_exit, 0);
+    unregister_database_worker(true);
+    if (announced)
+        ereport(LOG, (errmsg("pg_wf reaper stopped: extension dropped from database \"%s\"",
+                             database_name)));
+    proc_exit(0);
+}
+
+void read_whether_schema_is_current(void* current) {
+    *static_cast<bool*>(current) = schema_is_current();
+}
+
+// Once per loop, before its passes: whether they may run. The worker leaves
+// a database where pg_wf was dropped, and leaves one whose schema is older
+// than the library alone (until ALTER EXTENSION pg_wf UPDATE). The answer is
+// cached until a catalog change, so a database served costs no catalog read.
+bool extension_served() {
+    SetCurrentStatementStartTimestamp();
+    StartTransactionCommand();
+    if (database_name[0] == '\0') {
+        char* name = get_database_name(MyDatabaseId);
+        strlcpy(database_name, name ? name : "?", NAMEDATALEN);
+    }
+    bool current = false;
+    run_guarded(read_whether_schema_is_current, &current);
+    if (!current && !OidIsValid(get_extension_oid("pg_wf", true))) leave_database();
+    if (!announced) {
+        ereport(LOG, (errmsg("pg_wf reaper started for database \"%s\"", database_name)));
+        announced = true;
+    }
+    if (!current && !told_schema_older) {
+        ereport(LOG, (errmsg("pg_wf worker: the extension's SQL objects in database \"%s\" are"
+                             " older than its library; nothing is done there until"
+                             " ALTER EXTENSION pg_wf UPDATE",
+                             database_name)));
+        told_schema_older = true;
+    }
+    CommitTransactionCommand();
+    return current;
 }
 
 // Every claim scans wf.ready's index from the start of its queue, and the
@@ -281,48 +298,62 @@ void run_pass(const char* activity, GuardedBody body, void* context) {
 // DROP EXTENSION; no truncation, which would take an exclusive lock.
 constexpr int64 kReadyVacuumMinDead = 1000;
 
-struct ReadyVacuumState {
-    int64 dead_left = 0;  // what the last vacuum could not remove (an old snapshot)
-};
+int64 ready_dead_left = 0;  // what the last vacuum could not remove (an old snapshot)
 
-void vacuum_ready_set(ReadyVacuumState* state) {
-    SetCurrentStatementStartTimestamp();
-    StartTransactionCommand();
-    PG_TRY();
-    {
-        Oid schema = get_namespace_oid("wf", true);
-        Oid ready = OidIsValid(schema) ? get_relname_relid("ready", schema) : InvalidOid;
-        PgStat_StatTabEntry* stats = OidIsValid(ready) ? pgstat_fetch_stat_tabentry(ready) : nullptr;
-        if (stats != nullptr) {
-            int64 died = stats->n_dead_tuples - state->dead_left;
-            double live = static_cast<double>(std::max<int64>(stats->n_live_tuples, 0));
-            if (died >= kReadyVacuumMinDead && static_cast<double>(died) >= std::sqrt(live)) {
-                pgstat_report_activity(STATE_RUNNING, "pg_wf: VACUUM wf.ready");
-                VacuumStmt* stmt = makeNode(VacuumStmt);
-                stmt->options = list_make4(makeDefElem(pstrdup("skip_locked"), (Node*)makeString(pstrdup("on")), -1),
-                                           makeDefElem(pstrdup("index_cleanup"), (Node*)makeString(pstrdup("on")), -1),
-                                           makeDefElem(pstrdup("truncate"), (Node*)makeString(pstrdup("off")), -1),
-                                           makeDefElem(pstrdup("process_toast"), (Node*)makeString(pstrdup("off")), -1));
-                // By OID and without a name: a relation skipped as locked is
-                // skipped silently (a name would log a WARNING each time).
-                stmt->rels = list_make1(makeVacuumRelation(nullptr, ready, NIL));
-                stmt->is_vacuumcmd = true;
-                // Commits the transaction, vacuums in one of its own, and
-                // starts another for the commit below.
-                ExecVacuum(make_parsestate(nullptr), stmt, true);
-                pgstat_clear_snapshot();
-                stats = pgstat_fetch_stat_tabentry(ready);
-                state->dead_left = stats ? stats->n_dead_tuples : 0;
-            }
-        }
-        CommitTransactionCommand();
+// The body of a PassKind::vacuum pass.
+void vacuum_ready_set() {
+    Oid schema = get_namespace_oid("wf", true);
+    Oid ready = OidIsValid(schema) ? get_relname_relid("ready", schema) : InvalidOid;
+    PgStat_StatTabEntry* stats = OidIsValid(ready) ? pgstat_fetch_stat_tabentry(ready) : nullptr;
+    if (stats == nullptr) return;
+    int64 died = stats->n_dead_tuples - ready_dead_left;
+    double live = static_cast<double>(std::max<int64>(stats->n_live_tuples, 0));
+    if (died < kReadyVacuumMinDead || static_cast<double>(died) < std::sqrt(live)) return;
+    VacuumStmt* stmt = makeNode(VacuumStmt);
+    stmt->options = list_make4(makeDefElem(pstrdup("skip_locked"), (Node*)makeString(pstrdup("on")), -1),
+                               makeDefElem(pstrdup("index_cleanup"), (Node*)makeString(pstrdup("on")), -1),
+                               makeDefElem(pstrdup("truncate"), (Node*)makeString(pstrdup("off")), -1),
+                               makeDefElem(pstrdup("process_toast"), (Node*)makeString(pstrdup("off")), -1));
+    // By OID and without a name: a relation skipped as locked is
+    // skipped silently (a name would log a WARNING each time).
+    stmt->rels = list_make1(makeVacuumRelation(nullptr, ready, NIL));
+    stmt->is_vacuumcmd = true;
+    // Commits the transaction, vacuums in one of its own, and starts
+    // another for the pass's commit.
+    ExecVacuum(make_parsestate(nullptr), stmt, true);
+    pgstat_clear_snapshot();
+    stats = pgstat_fetch_stat_tabentry(ready);
+    ready_dead_left = stats ? stats->n_dead_tuples : 0;
+}
+
+// Small batches, one per sweep and short transactions: retention never
+// holds long locks nor competes with claims for long.
+constexpr int kRetentionBatch = 1000;
+int64 retention_cursor = 0;
+
+// Every wf.sweep_interval: recovery, then event timeouts and cron ticks, each
+// in a pass of its own (a schedule that cannot fire, a hand-edited row, holds
+// back neither the timeouts nor the passes after it), retention and the
+// vacuum of the ready set.
+void run_full_pass() {
+    int64 recovered = 0;
+    run_pass("pg_wf sweep", [&] { recovered = sweep_database(); });
+    run_pass("pg_wf timeouts", [] { wake_waiting_jobs(std::nullopt, std::nullopt); });
+    run_pass("pg_wf cron", [] { fire_due_schedules(); });
+    if (retention_seconds >= 0) {
+        int64 deleted = 0;
+        run_pass("pg_wf retention", [&] {
+            deleted = expire_finished_jobs(&retention_cursor, retention_seconds, kRetentionBatch);
+        });
+        if (deleted > 0)
+            ereport(DEBUG1, (errmsg("pg_wf deleted %lld finished jobs past wf.retention",
+                                    static_cast<long long>(deleted))));
     }
-    PG_CATCH();
-    {
-        report_error_and_roll_back();
-    }
-    PG_END_TRY();
-    pgstat_report_activity(STATE_IDLE, nullptr);
+    run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready", vacuum_ready_set);
+    if (recovered > 0)
+        ereport(LOG, (errmsg("pg_wf reaper recovered %lld job%s of lost workers in database \"%s\"",
+                             static_cast<long long>(recovered), recovered == 1 ? "" : "s",
+                             database_name)));
 }
 
 // Debts on a child held by another transaction are tried again this soon
@@ -331,9 +362,11 @@ constexpr long kReleaseRetryFirstMs = 2;
 long release_retry_ms = 0;  // 0: no retry scheduled
 TimestampTz release_retry_at = 0;
 
+// Releases left by completions (see release_dependents). A debt whose child
+// is gone is left for retention to remove.
 void settle_releases(TimestampTz now) {
     bool left = false;
-    run_pass("pg_wf releases", releases_body, &left);
+    run_pass("pg_wf releases", [&] { settle_release_debts(&left); });
     if (!left) {
         release_retry_ms = 0;
         return;
@@ -354,9 +387,6 @@ void wait_for_work(TimestampTz next_full_pass) {
                     PG_WAIT_EXTENSION);
     ResetLatch(MyLatch);
 }
-
-
-void on_worker_exit(int, Datum) { unregister_database_worker(false); }
 
 }  // namespace
 }  // namespace wf::pg
@@ -389,14 +419,11 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
     register_database_worker(database);
     before_shmem_exit(on_worker_exit, 0);
 
-    static char name[NAMEDATALEN] = "";
-    static bool announced = false;
-    static RetentionStep retention;
-
-    // An error in a pass (a deadlock, a statement cancelled by an admin) is
-    // logged and the next pass runs as usual, as autovacuum does; without
-    // this, ERROR would end the worker. Nothing between here and any
-    // ereport owns a C++ object (the passes run through run_guarded).
+    // An error that no pass caught (in the check of the extension, or in
+    // starting a pass's transaction) is logged and the loop goes on after
+    // wf.sweep_interval, as autovacuum does; without this, ERROR would end
+    // the worker. Nothing between here and any ereport owns a C++ object
+    // (the passes run their bodies through run_guarded).
     sigjmp_buf recover;
     if (sigsetjmp(recover, 1) != 0) {
         report_error_and_roll_back();
@@ -419,54 +446,17 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
         bool sweep_requested = false, releases_requested = false;
         take_worker_requests(&sweep_requested, &releases_requested);
         TimestampTz now = GetCurrentTimestamp();
+        bool full_pass = sweep_requested || now >= next_full_pass;
         bool releases_due = releases_requested || (release_retry_ms > 0 && now >= release_retry_at);
-        if (!sweep_requested && now < next_full_pass) {
-            if (releases_due) settle_releases(now);
-            wait_for_work(next_full_pass);
-            continue;
+        if (full_pass) next_full_pass = TimestampTzPlusMilliseconds(now, sweep_interval_ms);
+        if (full_pass || releases_due) {
+            if (extension_served()) {
+                if (full_pass) run_full_pass();
+                settle_releases(now);
+            } else {
+                release_retry_ms = 0;  // nothing is retried in a database left alone
+            }
         }
-        next_full_pass = TimestampTzPlusMilliseconds(now, sweep_interval_ms);
-        SetCurrentStatementStartTimestamp();
-        StartTransactionCommand();
-        if (name[0] == '\0') {
-            char* db_name = get_database_name(database);
-            strlcpy(name, db_name ? db_name : "?", NAMEDATALEN);
-        }
-        if (!OidIsValid(get_extension_oid("pg_wf", true))) {
-            CommitTransactionCommand();
-            cancel_before_shmem_exit(on_worker_exit, 0);
-            unregister_database_worker(true);
-            if (announced)
-                ereport(LOG, (errmsg("pg_wf reaper stopped: extension dropped from database \"%s\"",
-                                     name)));
-            proc_exit(0);
-        }
-        if (!announced) {
-            ereport(LOG, (errmsg("pg_wf reaper started for database \"%s\"", name)));
-            announced = true;
-        }
-        PushActiveSnapshot(GetTransactionSnapshot());
-        pgstat_report_activity(STATE_RUNNING, "pg_wf sweep");
-        int64 recovered = 0;
-        if (lock_relations_without_waiting()) run_guarded(sweep_body, &recovered);
-        PopActiveSnapshot();
-        CommitTransactionCommand();
-        pgstat_report_activity(STATE_IDLE, nullptr);
-        run_pass("pg_wf timeouts", timeouts_body, nullptr);
-        run_pass("pg_wf cron", cron_body, nullptr);
-        if (retention_seconds >= 0) {
-            run_pass("pg_wf retention", retention_body, &retention);
-            if (retention.deleted > 0)
-                ereport(DEBUG1, (errmsg("pg_wf deleted %lld finished jobs past wf.retention",
-                                        static_cast<long long>(retention.deleted))));
-        }
-        static ReadyVacuumState ready_vacuum;
-        vacuum_ready_set(&ready_vacuum);
-        if (recovered > 0)
-            ereport(LOG, (errmsg("pg_wf reaper recovered %lld job%s of lost workers in database \"%s\"",
-                                 static_cast<long long>(recovered), recovered == 1 ? "" : "s",
-                                 name)));
-        settle_releases(now);
         wait_for_work(next_full_pass);
     }
 }

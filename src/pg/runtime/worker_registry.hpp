@@ -25,4 +25,8 @@ void register_launcher();
 void wake_launcher();
 bool take_launcher_request();  // true once after wake_launcher()
 
+// Its part of pg_wf's shared memory segment (see shared_memory.hpp).
+Size worker_registry_size();
+void worker_registry_init(void* at, bool found);
+
 }  // namespace wf::pg
