@@ -7,18 +7,20 @@ DATA       = $(wildcard sql/pg_wf--*.sql)
 PGFILEDESC = "pg_wf - durable job queue and workflow engine"
 
 CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec.o src/core/cron.o
-# src/pg, by layer: base/ the C++/PostgreSQL boundary and SPI; jobs/ the job
-# state machine and what it keeps; api/ the SQL functions; runtime/ the
-# library's life in the server (shared memory, wake-ups, ownership, workers).
+# src/pg, by layer, each using only those above it: base/ the C++/PostgreSQL
+# boundary and SPI; runtime/ the library in the server (shared memory,
+# wake-ups, session ownership, the extension's version); jobs/ the job state
+# machine and the dependency engine; api/ the SQL functions; worker/ the
+# background workers (launcher, reaper, retention); module.cpp loads it all.
 BASE_OBJS    = src/pg/base/guard.o src/pg/base/spi.o src/pg/base/args.o
+RUNTIME_OBJS = src/pg/runtime/extension.o src/pg/runtime/shared_memory.o \
+               src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o
 JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o
 API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/pg/api/operate.o \
                src/pg/api/steps.o src/pg/api/workflow.o src/pg/api/schedule.o \
                src/pg/api/queue_settings.o
-RUNTIME_OBJS = src/pg/runtime/module.o src/pg/runtime/extension.o src/pg/runtime/shared_memory.o \
-               src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o \
-               src/pg/runtime/reaper.o src/pg/runtime/retention.o src/pg/runtime/worker.o
-PG_OBJS   = $(BASE_OBJS) $(JOBS_OBJS) $(API_OBJS) $(RUNTIME_OBJS)
+WORKER_OBJS  = src/pg/worker/worker.o src/pg/worker/reaper.o src/pg/worker/retention.o
+PG_OBJS   = $(BASE_OBJS) $(RUNTIME_OBJS) $(JOBS_OBJS) $(API_OBJS) $(WORKER_OBJS) src/pg/module.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 
 PG_CPPFLAGS = -I$(srcdir)/src

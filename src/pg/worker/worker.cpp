@@ -2,15 +2,15 @@
 // where pg_wf is installed (or those named in wf.databases), and the reaper
 // itself. Both start when recovery has finished, so they run only on a
 // primary, again after a crash restart and on a promoted standby.
-#include "pg/runtime/worker.hpp"
+#include "pg/worker/worker.hpp"
 #include "pg/api/schedule.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/base/spi.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/job_state.hpp"
 #include "pg/runtime/extension.hpp"
-#include "pg/runtime/reaper.hpp"
-#include "pg/runtime/retention.hpp"
+#include "pg/worker/reaper.hpp"
+#include "pg/worker/retention.hpp"
 #include "pg/runtime/worker_registry.hpp"
 
 #include <cmath>

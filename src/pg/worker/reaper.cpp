@@ -3,7 +3,7 @@
 // Run by the background worker every wf.sweep_interval and when a claiming
 // session exits, and by hand with wf_sweep(). The transitions are in
 // job_state.cpp; this file decides whose claims are lost.
-#include "pg/runtime/reaper.hpp"
+#include "pg/worker/reaper.hpp"
 
 #include "pg/api/frame.hpp"
 #include "pg/api/schedule.hpp"

@@ -3,7 +3,7 @@
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
 #include "pg/runtime/worker_registry.hpp"
-#include "pg/runtime/worker.hpp"
+#include "pg/worker/worker.hpp"
 
 extern "C" {
 #include "commands/dbcommands.h"

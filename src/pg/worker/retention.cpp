@@ -1,6 +1,6 @@
 // Retention: finished jobs older than wf.retention go, in small batches,
 // with what they leave behind elsewhere. Run by the background worker.
-#include "pg/runtime/retention.hpp"
+#include "pg/worker/retention.hpp"
 
 #include "pg/base/spi.hpp"
 
