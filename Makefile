@@ -3,7 +3,18 @@
 # scripts/test.sh does all of it, unit tests included.
 EXTENSION  = pg_wf
 MODULE_big = pg_wf
-DATA       = $(wildcard sql/pg_wf--*.sql)
+# sql/pg_wf.sql is the current schema in one file; the build copies it to
+# the install script of default_version (pg_wf.control), which CREATE
+# EXTENSION runs. The 1.0 install script and the upgrade scripts stay as
+# they are: ALTER EXTENSION ... UPDATE and CREATE EXTENSION ... VERSION of an
+# older version go through them (test/t/015_schema_drift.pl checks both ends
+# are the same schema).
+EXTVERSION = $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(EXTENSION).control)
+DATA       = sql/pg_wf--1.0.sql $(wildcard sql/pg_wf--*--*.sql)
+DATA_built = sql/pg_wf--$(EXTVERSION).sql
+ifeq ($(EXTVERSION),)
+$(error no default_version in $(EXTENSION).control)
+endif
 PGFILEDESC = "pg_wf - durable job queue and workflow engine"
 
 CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec.o src/core/cron.o
@@ -41,6 +52,9 @@ include $(PGXS)
 
 # PGXS compiles C++ to LLVM bitcode without PG_CXXFLAGS (BUILDING.md).
 COMPILE.cxx.bc += $(PG_CXXFLAGS)
+
+$(DATA_built): sql/pg_wf.sql
+	cp $< $@
 
 # Unit tests of the pure core: no server, no PostgreSQL header.
 UNIT_SRCS = $(wildcard test/unit/*.cpp)

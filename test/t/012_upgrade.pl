@@ -1,11 +1,13 @@
-# ALTER EXTENSION pg_wf UPDATE from 1.1 to 1.2, where a claim's running
-# state moved from the job row to the unlogged claim table. A 1.2 library
-# does not serve an older schema: every function says so (55000, with the
-# hint to update) and the background worker leaves the database alone. The
-# jobs of 1.1 -- every state, a claim whose session died with the library
-# swap, a dependent waiting on it -- keep their state through the update;
-# the lost claim is then recovered with its attempt counted. The updated
-# schema is the same as a fresh CREATE EXTENSION's.
+# ALTER EXTENSION pg_wf UPDATE from 1.1 to the current version (1.3), through
+# 1.2, where a claim's running state moved from the job row to the unlogged
+# claim table (1.3 then drops the job row's unused owner_pid). The library
+# does not serve a schema older than 1.2: every function says so (55000,
+# with the hint to update) and the background worker leaves the database
+# alone. The jobs of 1.1 -- every state, a claim whose session died with the
+# library swap, a dependent waiting on it -- keep their state through the
+# update; the lost claim is then recovered with its attempt counted. The
+# updated schema is the same as a fresh CREATE EXTENSION's (compared object
+# by object, from every older version, in 015_schema_drift.pl).
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
@@ -30,9 +32,10 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM wf.job'), '0', 'and change
 ok($node->wait_for_log(qr/pg_wf worker: .* older than its library/),
 	'the worker says why it leaves the database alone');
 
-# The jobs of 1.1, written as its library wrote them: done, failed, pending,
-# scheduled, and one running -- its claim row names a session that is gone
-# (the server restarted to load the new library) -- with a blocked child.
+# The jobs of 1.1, written as its library wrote them (with the job row's
+# owner_pid of 1.1): done, failed, pending, scheduled, and one running --
+# its claim row names a session that is gone (the server restarted to load
+# the new library) -- with a blocked child.
 $node->safe_psql('postgres', q{
 	INSERT INTO wf.job (queue, id, max_attempts, attempt_budget, status, attempt, run_at,
 	                    started_at, finished_at, owner_pid, pending_deps, has_dependents,
@@ -60,7 +63,7 @@ is( $node->safe_psql('postgres', "BEGIN; ALTER EXTENSION pg_wf UPDATE; $jobs_sql
 	"$jobs_before\npending 0",
 	'every job is as it was, the claimed one running at attempt 1; its job row is one attempt behind');
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"),
-	'1.2', 'updated to 1.2');
+	'1.3', 'updated to 1.3');
 
 # The worker now serves the database: the lost claim is recovered, its
 # attempt counted, and the job runs again and releases its child.
@@ -135,7 +138,7 @@ my $schema_sql = q{
 	    FROM pg_class c WHERE c.relnamespace = 'wf'::regnamespace) s};
 my $upgraded = $node->safe_psql('postgres', $schema_sql);
 my $fresh = $node->safe_psql('fresh', $schema_sql);
-is($upgraded, $fresh, 'the updated schema equals a fresh 1.2 install');
+is($upgraded, $fresh, 'the updated schema equals a fresh 1.3 install');
 is( $node->safe_psql('postgres', q{
 	SELECT array_agg(c::regclass::text ORDER BY c::regclass::text) FROM pg_extension, unnest(extconfig) c WHERE extname = 'pg_wf'}),
 	$node->safe_psql('fresh', q{

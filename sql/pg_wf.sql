@@ -1,0 +1,479 @@
+-- pg_wf: the current schema, in one file. The build copies it to
+-- pg_wf--<default_version>.sql, which CREATE EXTENSION pg_wf runs (Makefile,
+-- DATA_built). Beside it, pg_wf--1.0.sql and the upgrade scripts
+-- pg_wf--X--Y.sql take an existing database, or CREATE EXTENSION ... VERSION
+-- of an older version, to this same schema; test/t/015_schema_drift.pl checks
+-- that the two paths end equal, object by object. A change of schema is made
+-- in both: here, and in a new upgrade script.
+--
+-- Schema only. Every wf_* function is LANGUAGE C (src/pg/*.cpp); nothing here
+-- does the work. Tables and views live in schema wf; functions in the schema
+-- given to CREATE EXTENSION.
+\echo Use "CREATE EXTENSION pg_wf" to load this file. \quit
+
+CREATE SCHEMA wf;
+
+------------------------------------------------------------------------------
+-- Queues and jobs
+------------------------------------------------------------------------------
+
+-- Per-queue settings (wf_configure_queue). A queue without a row uses the
+-- defaults below.
+CREATE TABLE wf.queue_config (
+    queue        text PRIMARY KEY,
+    max_attempts int      NOT NULL DEFAULT 5 CHECK (max_attempts > 0),
+    backoff_base interval NOT NULL DEFAULT '1 second'
+                 CHECK (backoff_base > interval '0'),
+    backoff_max  interval NOT NULL DEFAULT '1 hour',
+    lease        interval          CHECK (lease > interval '0'),
+    max_running  int               CHECK (max_running > 0),
+    paused       boolean  NOT NULL DEFAULT false,
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE SEQUENCE wf.job_id_seq;
+
+-- One row per job, kept until wf.retention after it finished.
+--
+-- No index depends on a column that a completion changes, so completions
+-- are HOT updates that write no index entry; the free space left on each
+-- page (fillfactor) is where those updates go. Columns that change sit
+-- together in the middle, so WAL records of updates shrink to the changed
+-- bytes. The primary key leads with queue, so the table can be partitioned
+-- or distributed by queue; job_id and job_workflow serve the lookups that
+-- cross queues (dependencies, workflows).
+--
+-- A claim writes no job row: a running attempt lives in its claim row
+-- (wf.claim), and the job row keeps the last attempt that ended and says
+-- `pending` while the job runs. Completion, failure and recovery write the
+-- attempt, worker and start time back into the job row.
+--
+-- No CHECK constraints on this hot table: PostgreSQL parses and prepares a
+-- table's CHECK expressions again for every statement that writes it, which
+-- cost about 5% of each enqueue, claim and completion. Every write of wf.job
+-- goes through pg_wf's functions, which only write valid statuses and a
+-- positive max_attempts (wf_enqueue and wf_submit check it).
+CREATE TABLE wf.job (
+    queue            text        NOT NULL,
+    id               bigint      NOT NULL DEFAULT nextval('wf.job_id_seq'),
+    priority         int         NOT NULL DEFAULT 0,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    workflow_id      uuid,
+    max_attempts     int         NOT NULL,    -- > 0
+    attempt_budget   int         NOT NULL,    -- attempts granted by enqueue and by each wf_retry
+    -- changed by completions (and parking, recovery, cancels):
+    status           text        NOT NULL,    -- blocked, pending (also while it runs), waiting,
+                                              -- done, failed, cancelled
+    attempt          int         NOT NULL DEFAULT 0,  -- the last attempt that ended
+    run_at           timestamptz NOT NULL DEFAULT now(),
+    started_at       timestamptz,
+    finished_at      timestamptz,
+    pending_deps     int         NOT NULL DEFAULT 0,  -- unfinished dependencies
+    has_dependents   boolean     NOT NULL DEFAULT false,  -- some job depends on this one
+    cancel_requested boolean     NOT NULL DEFAULT false,
+    cancelled_by     bigint,      -- the failed upstream job that cancelled this one
+    worker           text,
+    last_error       text,
+    result           jsonb,
+    -- set once:
+    step_name        text,
+    idempotency_key  text,
+    depends_on       bigint[],
+    payload          jsonb       NOT NULL,
+    -- Events delivered to a parked job ({"<event>": {"status": ..., "payload": ...}}),
+    -- handed back by its next claims. Last because 1.1 added it: a fresh
+    -- install has the columns in the order of an updated one.
+    events           jsonb,
+    PRIMARY KEY (queue, id)
+) WITH (fillfactor = 50);
+ALTER SEQUENCE wf.job_id_seq OWNED BY wf.job.id;
+
+-- Dependencies name jobs by id only.
+CREATE INDEX job_id ON wf.job (id);
+CREATE UNIQUE INDEX job_idempotency ON wf.job (queue, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+-- workflow_id never changes after insert, so this index keeps completions HOT.
+CREATE INDEX job_workflow ON wf.job (workflow_id) WHERE workflow_id IS NOT NULL;
+
+-- The ready set: one row per pending job that is not running, in claim
+-- order, keyed by its job's own priority and run_at. A claim deletes rows
+-- here; nothing else scans it, so its index holds only ready jobs and
+-- history never slows a claim down. Removing the ready row is a claim's one
+-- write to WAL -- which is also what makes a claim survive a crash: a
+-- pending job with neither a ready row nor a claim lost its claim in a crash
+-- (or a failover), and recovery counts that attempt (see reaper.cpp).
+CREATE TABLE wf.ready (
+    queue    text        NOT NULL,
+    priority int         NOT NULL,
+    run_at   timestamptz NOT NULL,
+    id       bigint      NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE UNIQUE INDEX ready_claim_order ON wf.ready (queue, priority DESC, run_at, id);
+
+-- The running attempts: who runs each one (the key of the claiming session's
+-- lock, and for people reading wf.jobs its pid and worker name), since when,
+-- its attempt number and lease. UNLOGGED: a claim is worth nothing after a
+-- crash (its session is gone), so writing it to WAL would only cost. After a
+-- crash this table is empty and the reaper finds the lost claims in wf.job
+-- once (see reaper.cpp: the sentinel row says whether that is needed).
+CREATE UNLOGGED TABLE wf.claim (
+    queue            text   NOT NULL,
+    id               bigint NOT NULL,
+    attempt          int    NOT NULL,
+    owner_session    bigint NOT NULL,   -- key of the claiming session's lock
+    lease            interval,
+    lease_expires_at timestamptz,
+    worker           text,
+    owner_pid        int,
+    started_at       timestamptz,
+    PRIMARY KEY (queue, id)
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+        autovacuum_vacuum_cost_delay = 0);
+INSERT INTO wf.claim VALUES ('', 0, 0, 0);  -- the sentinel: present until a crash
+
+-- Reverse edges of depends_on: completing a parent touches only its children.
+CREATE TABLE wf.dependency (
+    parent_id   bigint NOT NULL,
+    child_queue text   NOT NULL,
+    child_id    bigint NOT NULL,
+    PRIMARY KEY (parent_id, child_queue, child_id)
+);
+
+-- Releases left to the background worker. A completion that finds a child
+-- locked -- by the completion of another of its parents, which holds it
+-- until its commit is durable -- records its release here instead of
+-- waiting, and the worker applies it moments later. Fan-in steps then cost
+-- their completers no lock wait.
+CREATE TABLE wf.release_debt (
+    child_queue text   NOT NULL,
+    child_id    bigint NOT NULL,
+    parent_id   bigint NOT NULL,
+    PRIMARY KEY (child_queue, child_id, parent_id)
+);
+
+------------------------------------------------------------------------------
+-- Workflows, checkpoints, events, schedules
+------------------------------------------------------------------------------
+
+-- One row per wf_submit call: what the steps of one workflow_id have in common.
+CREATE TABLE wf.workflow (
+    id           uuid        PRIMARY KEY,
+    name         text,
+    steps        int         NOT NULL,
+    submitted_at timestamptz NOT NULL DEFAULT now(),
+    cancelled_at timestamptz
+);
+
+-- Outputs of steps run inside one job (wf_checkpoint), returned by the
+-- job's later claims so a resumed worker skips what it finished.
+CREATE TABLE wf.checkpoint (
+    queue       text        NOT NULL,
+    job_id      bigint      NOT NULL,
+    step        text        NOT NULL,
+    output      jsonb,
+    attempt     int         NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (queue, job_id, step)
+);
+
+-- Named events. A signal is kept (signalled_at set), so a job that awaits it
+-- later goes on at once: no signal is lost to a race with its waiter. Every
+-- await and signal of an event goes through its row, which orders them.
+CREATE TABLE wf.event (
+    name         text PRIMARY KEY,
+    payload      jsonb,
+    signalled_at timestamptz,
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+
+-- Jobs parked in `waiting` by wf_await_event. A row is acted on only while
+-- its job is still waiting at that attempt; rows left behind by a cancel are
+-- removed by the signal, the timeout or the reaper.
+CREATE TABLE wf.event_wait (
+    queue      text        NOT NULL,
+    id         bigint      NOT NULL,
+    attempt    int         NOT NULL,
+    event      text        NOT NULL,
+    timeout_at timestamptz,
+    since      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (queue, id)
+);
+CREATE INDEX event_wait_event ON wf.event_wait (event);
+CREATE INDEX event_wait_timeout ON wf.event_wait (timeout_at) WHERE timeout_at IS NOT NULL;
+
+-- Cron schedules, fired by the background worker (times in UTC).
+CREATE TABLE wf.schedule (
+    name        text        PRIMARY KEY,
+    cron        text        NOT NULL,
+    queue       text        NOT NULL,
+    payload     jsonb       NOT NULL,
+    next_run_at timestamptz,          -- NULL: the expression never fires again
+    last_run_at timestamptz,          -- the last tick enqueued
+    last_job_id bigint,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX schedule_due ON wf.schedule (next_run_at);
+
+-- pg_dump keeps the jobs, settings, edges and workflow state. wf.claim is
+-- not dumped: a restore has no live sessions, and a job that ran while the
+-- dump was taken is restored pending without a ready row, for
+-- wf_recover_lost_claims() to give back.
+SELECT pg_catalog.pg_extension_config_dump('wf.job', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.job_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.ready', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.dependency', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.queue_config', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.release_debt', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.workflow', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.checkpoint', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.event', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.event_wait', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.schedule', '');
+
+------------------------------------------------------------------------------
+-- Views: what users read
+------------------------------------------------------------------------------
+
+-- One row per job. Status, attempt, worker, start and owner of a running job
+-- come from its claim (the job row says pending, one attempt behind).
+CREATE VIEW wf.jobs AS
+SELECT j.id, j.queue, CASE WHEN c.id IS NULL THEN j.status ELSE 'running' END AS status,
+       j.payload, j.result, coalesce(c.attempt, j.attempt) AS attempt, j.max_attempts,
+       j.priority, j.run_at, j.idempotency_key, j.workflow_id, j.step_name,
+       j.depends_on, j.last_error, coalesce(c.worker, j.worker) AS worker,
+       c.lease_expires_at, j.created_at, coalesce(c.started_at, j.started_at) AS started_at,
+       j.finished_at, c.owner_pid, j.cancel_requested,
+       w.event AS waiting_for, j.events
+  FROM wf.job j
+  LEFT JOIN wf.claim c ON j.status = 'pending' AND c.queue = j.queue AND c.id = j.id
+                      AND c.attempt = j.attempt + 1
+  LEFT JOIN wf.event_wait w ON j.status = 'waiting' AND w.queue = j.queue AND w.id = j.id
+                           AND w.attempt = j.attempt;
+
+-- The status the counting views show, from logged tables only, so that
+-- they work on a hot standby too (wf.jobs does not: unlogged tables cannot
+-- be read there): a pending job without its ready row is running (or its
+-- claim was lost and awaits recovery).
+CREATE VIEW wf.job_states AS
+SELECT j.queue, j.id, j.workflow_id, j.run_at, j.created_at, j.finished_at,
+       CASE WHEN j.status = 'pending' AND NOT EXISTS (
+                 SELECT 1 FROM wf.ready r WHERE r.queue = j.queue AND r.priority = j.priority
+                    AND r.run_at = j.run_at AND r.id = j.id)
+            THEN 'running' ELSE j.status END AS status
+  FROM wf.job j;
+
+-- One row per queue: a configured queue without jobs shows zeros.
+CREATE VIEW wf.queue_stats AS
+SELECT queue,
+       count(*) FILTER (WHERE status = 'blocked')   AS blocked,
+       count(*) FILTER (WHERE status = 'pending')   AS pending,
+       count(*) FILTER (WHERE status = 'running')   AS running,
+       count(*) FILTER (WHERE status = 'waiting')   AS waiting,
+       count(*) FILTER (WHERE status = 'done')      AS done,
+       count(*) FILTER (WHERE status = 'failed')    AS failed,
+       count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+       now() - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= now())
+                                                    AS oldest_ready_age
+  FROM (SELECT queue, status, run_at FROM wf.job_states
+        UNION ALL
+        SELECT queue, NULL, NULL FROM wf.queue_config) AS q
+ GROUP BY queue;
+
+-- One row per workflow: steps of one workflow_id, from wf_submit or from
+-- wf_enqueue(workflow_id => ...).
+CREATE VIEW wf.workflows AS
+SELECT s.workflow_id, w.name,
+       CASE WHEN s.blocked + s.pending + s.running + s.waiting > 0 THEN 'running'
+            WHEN s.failed > 0 THEN 'failed'
+            WHEN s.cancelled > 0 THEN 'cancelled'
+            ELSE 'done' END AS status,
+       s.steps, s.blocked, s.pending, s.running, s.waiting, s.done, s.failed, s.cancelled,
+       coalesce(w.submitted_at, s.first_created) AS started_at,
+       CASE WHEN s.blocked + s.pending + s.running + s.waiting = 0 THEN s.last_finished END
+           AS finished_at,
+       w.cancelled_at
+  FROM (SELECT workflow_id, count(*) AS steps,
+               count(*) FILTER (WHERE status = 'blocked')   AS blocked,
+               count(*) FILTER (WHERE status = 'pending')   AS pending,
+               count(*) FILTER (WHERE status = 'running')   AS running,
+               count(*) FILTER (WHERE status = 'waiting')   AS waiting,
+               count(*) FILTER (WHERE status = 'done')      AS done,
+               count(*) FILTER (WHERE status = 'failed')    AS failed,
+               count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+               min(created_at) AS first_created, max(finished_at) AS last_finished
+          FROM wf.job_states WHERE workflow_id IS NOT NULL
+         GROUP BY workflow_id) AS s
+  LEFT JOIN wf.workflow w ON w.id = s.workflow_id;
+
+CREATE VIEW wf.schedules AS
+SELECT name, cron, queue, payload, next_run_at AS next_run, last_run_at AS last_run,
+       last_job_id, created_at, updated_at
+  FROM wf.schedule;
+
+------------------------------------------------------------------------------
+-- The SQL API
+------------------------------------------------------------------------------
+
+-- Not STRICT: a NULL where a value is required is reported as an error,
+-- never turned into a silent NULL result.
+--
+-- SET enable_seqscan = off: the tables behind a claim churn (wf.ready,
+-- wf.claim), and a small table with many dead pages makes the planner
+-- prefer a sequential scan over its index by far; every statement of these
+-- functions is meant to go through an index.
+--
+-- SET jit = off: no JIT for any statement of these functions. With
+-- enable_seqscan off, a plan that still has a sequential scan (a tiny table
+-- without a useful index) costs over 1e10, far above jit_above_cost, and
+-- would be compiled on every call: hundreds of milliseconds for a
+-- millisecond's work.
+
+-- Jobs: enqueue, claim, heartbeat, complete, fail, retry, cancel.
+
+CREATE FUNCTION wf_enqueue(queue text, payload jsonb DEFAULT '{}',
+                           run_at timestamptz DEFAULT NULL, priority int DEFAULT 0,
+                           max_attempts int DEFAULT NULL, idempotency_key text DEFAULT NULL,
+                           workflow_id uuid DEFAULT NULL, step_name text DEFAULT NULL,
+                           depends_on bigint[] DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'wf_enqueue' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+CREATE FUNCTION wf_enqueue_batch(queue text, payloads jsonb)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_enqueue_batch' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- checkpoints and events: what the job already has from wf_checkpoint and
+-- wf_signal; both NULL on a job's first claim.
+CREATE FUNCTION wf_claim(queue text, worker text DEFAULT NULL, max_jobs int DEFAULT 1,
+                         lease interval DEFAULT NULL, wait interval DEFAULT NULL)
+RETURNS TABLE (id bigint, attempt int, queue text, payload jsonb, workflow_id uuid,
+               step_name text, priority int, max_attempts int, idempotency_key text,
+               inputs jsonb, lease_expires_at timestamptz, checkpoints jsonb, events jsonb)
+AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1
+SET enable_seqscan = off SET jit = off;
+
+-- One round trip and one commit per job: complete this one, claim the next.
+CREATE FUNCTION wf_complete_and_claim(queue text, id bigint, attempt int, result jsonb DEFAULT NULL,
+                                      worker text DEFAULT NULL, max_jobs int DEFAULT 1,
+                                      lease interval DEFAULT NULL)
+RETURNS TABLE (completed boolean, id bigint, attempt int, queue text, payload jsonb,
+               workflow_id uuid, step_name text, priority int, max_attempts int,
+               idempotency_key text, inputs jsonb, lease_expires_at timestamptz,
+               checkpoints jsonb, events jsonb)
+AS 'MODULE_PATHNAME', 'wf_complete_and_claim' LANGUAGE C VOLATILE ROWS 1
+SET enable_seqscan = off SET jit = off;
+
+CREATE FUNCTION wf_heartbeat(queue text, id bigint, attempt int, extend interval DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_heartbeat' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+CREATE FUNCTION wf_complete(queue text, id bigint, attempt int, result jsonb DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Many completions of one queue in one statement; returns the ids completed.
+CREATE FUNCTION wf_complete_many(queue text, ids bigint[], attempts int[], results jsonb[] DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_complete_many' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+CREATE FUNCTION wf_fail(queue text, id bigint, attempt int, error text,
+                        retry_in interval DEFAULT NULL, permanent boolean DEFAULT false)
+RETURNS text AS 'MODULE_PATHNAME', 'wf_fail' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+CREATE FUNCTION wf_retry(queue text, id bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_retry' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+CREATE FUNCTION wf_cancel(queue text, id bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_cancel' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Recovery and settings.
+
+CREATE FUNCTION wf_sweep()
+RETURNS int AS 'MODULE_PATHNAME', 'wf_sweep' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Claims are not dumped (wf.claim is unlogged and holds sessions): a job
+-- that ran while a dump was taken is restored pending without a ready row.
+-- Run once after a restore has finished; returns the jobs given back.
+CREATE FUNCTION wf_recover_lost_claims()
+RETURNS int AS 'MODULE_PATHNAME', 'wf_recover_lost_claims' LANGUAGE C VOLATILE
+SET jit = off;
+
+CREATE FUNCTION wf_configure_queue(queue text, max_attempts int DEFAULT NULL,
+                                   backoff_base interval DEFAULT NULL,
+                                   backoff_max interval DEFAULT NULL,
+                                   lease interval DEFAULT NULL, max_running int DEFAULT NULL,
+                                   paused boolean DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'wf_configure_queue' LANGUAGE C VOLATILE;
+
+-- Workflows.
+
+-- A whole workflow in one call and one statement; returns its workflow_id.
+CREATE FUNCTION wf_submit(spec jsonb)
+RETURNS uuid AS 'MODULE_PATHNAME', 'wf_submit' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Every step of a workflow: status, attempts, timings, error, result.
+CREATE FUNCTION wf_workflow(workflow_id uuid)
+RETURNS jsonb AS 'MODULE_PATHNAME', 'wf_workflow' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Cancels the steps that have not finished; returns how many it cancelled
+-- or flagged (a running step learns it from its next heartbeat).
+CREATE FUNCTION wf_cancel_workflow(workflow_id uuid)
+RETURNS int AS 'MODULE_PATHNAME', 'wf_cancel_workflow' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Inside a running job: checkpoints, durable sleep, events.
+
+-- 'recorded', 'already_recorded' (the first output is kept), or NULL for a
+-- stale (queue, id, attempt).
+CREATE FUNCTION wf_checkpoint(queue text, id bigint, attempt int, step text, output jsonb DEFAULT NULL)
+RETURNS text AS 'MODULE_PATHNAME', 'wf_checkpoint' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Back to pending until now() + delay, without spending an attempt.
+-- Returns the new status ('pending', or 'cancelled' when a cancel was
+-- requested), or NULL for a stale token.
+CREATE FUNCTION wf_snooze(queue text, id bigint, attempt int, delay interval)
+RETURNS text AS 'MODULE_PATHNAME', 'wf_snooze' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Parks a running job until `event` is signalled or `timeout` passes.
+-- Returns 'waiting', 'pending' (already signalled: ready again at once),
+-- 'cancelled', or NULL for a stale token.
+CREATE FUNCTION wf_await_event(queue text, id bigint, attempt int, event text,
+                               timeout interval DEFAULT NULL)
+RETURNS text AS 'MODULE_PATHNAME', 'wf_await_event' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Signals an event (kept for later awaits); returns the jobs made ready.
+CREATE FUNCTION wf_signal(event text, payload jsonb DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'wf_signal' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off;
+
+-- Cron schedules.
+
+-- Creates or replaces a cron schedule; returns its next run.
+CREATE FUNCTION wf_schedule(name text, cron text, queue text, payload jsonb DEFAULT '{}')
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'wf_schedule' LANGUAGE C VOLATILE
+SET jit = off;
+
+CREATE FUNCTION wf_unschedule(name text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_unschedule' LANGUAGE C VOLATILE
+SET jit = off;
+
+------------------------------------------------------------------------------
+-- Creation
+------------------------------------------------------------------------------
+
+-- Reports whether the background worker can serve this database (NOTICE if
+-- not) and wakes the launcher so it does so at once.
+CREATE FUNCTION wf._after_create() RETURNS void
+AS 'MODULE_PATHNAME', 'wf_after_create' LANGUAGE C VOLATILE;
+SELECT wf._after_create();
