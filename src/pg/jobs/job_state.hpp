@@ -3,23 +3,41 @@
 // src/pg/api read their arguments and call these; the reaper and the
 // worker call them too. Everything here runs inside an open SPI scope.
 //
-//              enqueue                                  retry (operator)
-//     +-----------+-----------+              +-----------------------------+
-//     v                       v              |                             |
-//  blocked --- release ---> pending --- claim ---> running --- complete --> done
-//     |     (last parent     ^  ^                 |  |  |
-//     |        done)         |  +--- fail (retry, | park (snooze)
-//     |                      |       backoff) ----+  |  |
-//     |                      +--- recover: owner  |  |  +--- park (await) --> waiting
-//     |                      |    gone, lease out,|  |                          |
-//     |                      |    claim lost -----+  +--- fail (spent,          |
-//     |                      +--- signal or timeout ------ permanent) --> failed
-//     |                                                                         
-//     +--- cancel, or a parent failed/cancelled ---------------------> cancelled
-//          (pending and waiting jobs too; a running job is flagged and
-//          ends cancelled whichever way it stops)
-//  failed/cancelled --- retry ---> pending or blocked; the jobs its failure
-//          cancelled come back blocked on it (restore, dependencies.hpp)
+//                      release: its last parent is done
+//              blocked ------------------------------------+
+//                 ^                                        v
+//   enqueue ------+------------------------------------> pending <---------+
+//                                                        |     ^           |
+//                                                  claim |     | fail,     | signal
+//                                                        v     | retries   | or timeout
+//   done <------------------ complete --------------- running  | left;     |
+//   failed <--- fail (spent, permanent), recover (spent)  |  |  | snooze;   |
+//   cancelled <--- cancel; a parent failed or cancelled   |  |  | recover   |
+//                                                         |  +--+        waiting
+//                                                         +---- await ----^
+//
+//  state                       transition (function here)             new state
+//  --------------------------  -------------------------------------  ----------------------
+//  (none)                      enqueue (insert_job, insert_pending_jobs) pending, blocked,
+//                                                                      cancelled (parent failed)
+//  blocked                     release (dependencies.hpp)             pending
+//  pending                     claim (claim_jobs)                     running
+//  running                     complete (complete_job, complete_jobs) done
+//  running                     fail (fail_job)                        pending (after backoff),
+//                                                                      failed (spent, permanent)
+//  running                     park (park_as_pending, park_as_waiting) pending (snooze), waiting
+//  waiting                     signal, timeout (wake_waiting_jobs)     pending
+//  running                     recover (recover_claims,               pending, failed (spent)
+//                              recover_lost_claims): owner gone,
+//                              lease expired, claim lost in a crash
+//  blocked, pending, waiting   cancel (cancel_job,                    cancelled
+//                              cancel_workflow_steps), or a parent
+//                              failed (dependencies.hpp)
+//  running                     cancel                                 flagged: ends cancelled
+//                                                                      whichever way it stops
+//  failed, cancelled           retry (retry_job)                      pending or blocked; the
+//                                                                      jobs its failure cancelled
+//                                                                      come back blocked on it
 //
 // Invariants, and the fragment that keeps each:
 //  * a pending job that no claim holds has exactly one row in wf.ready, keyed

@@ -25,7 +25,7 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-// wf.ready's columns (pg_wf--1.0.sql), checked at every open so that a
+// wf.ready's columns (sql/pg_wf.sql), checked at every open so that a
 // table altered by hand gives an error, never a misread datum.
 constexpr AttrNumber kQueue = 1, kPriority = 2, kRunAt = 3, kId = 4;
 
