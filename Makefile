@@ -24,7 +24,7 @@ CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec
 # machine and the dependency engine; api/ the SQL functions; worker/ the
 # background workers (launcher, reaper, retention); module.cpp loads it all.
 BASE_OBJS    = src/pg/base/guard.o src/pg/base/spi.o src/pg/base/args.o
-RUNTIME_OBJS = src/pg/runtime/extension.o src/pg/runtime/shared_memory.o \
+RUNTIME_OBJS = src/pg/runtime/extension.o src/pg/runtime/attachments.o src/pg/runtime/shared_memory.o \
                src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o
 JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o
 API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/pg/api/operate.o \

@@ -324,6 +324,12 @@ SELECT name, cron, queue, payload, next_run_at AS next_run, last_run_at AS last_
 -- prefer a sequential scan over its index by far; every statement of these
 -- functions is meant to go through an index.
 --
+-- SET search_path = pg_catalog, pg_temp: names in their SQL resolve in
+-- pg_catalog and nowhere else, whatever the caller's search_path: a function,
+-- operator or cast planted in another schema (the database owner owns
+-- public) must never be what pg_wf's statements call. Every table and
+-- sequence they name is qualified with wf.
+--
 -- SET jit = off: no JIT for any statement of these functions. With
 -- enable_seqscan off, a plan that still has a sequential scan (a tiny table
 -- without a useful index) costs over 1e10, far above jit_above_cost, and
@@ -338,11 +344,13 @@ CREATE FUNCTION wf_enqueue(queue text, payload jsonb DEFAULT '{}',
                            workflow_id uuid DEFAULT NULL, step_name text DEFAULT NULL,
                            depends_on bigint[] DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'wf_enqueue' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_enqueue_batch(queue text, payloads jsonb)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_enqueue_batch' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- checkpoints and events: what the job already has from wf_checkpoint and
 -- wf_signal; both NULL on a job's first claim.
@@ -352,7 +360,8 @@ RETURNS TABLE (id bigint, attempt int, queue text, payload jsonb, workflow_id uu
                step_name text, priority int, max_attempts int, idempotency_key text,
                inputs jsonb, lease_expires_at timestamptz, checkpoints jsonb, events jsonb)
 AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- One round trip and one commit per job: complete this one, claim the next.
 CREATE FUNCTION wf_complete_and_claim(queue text, id bigint, attempt int, result jsonb DEFAULT NULL,
@@ -363,71 +372,84 @@ RETURNS TABLE (completed boolean, id bigint, attempt int, queue text, payload js
                idempotency_key text, inputs jsonb, lease_expires_at timestamptz,
                checkpoints jsonb, events jsonb)
 AS 'MODULE_PATHNAME', 'wf_complete_and_claim' LANGUAGE C VOLATILE ROWS 1
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_heartbeat(queue text, id bigint, attempt int, extend interval DEFAULT NULL)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_heartbeat' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_complete(queue text, id bigint, attempt int, result jsonb DEFAULT NULL)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Many completions of one queue in one statement; returns the ids completed.
 CREATE FUNCTION wf_complete_many(queue text, ids bigint[], attempts int[], results jsonb[] DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_complete_many' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_fail(queue text, id bigint, attempt int, error text,
                         retry_in interval DEFAULT NULL, permanent boolean DEFAULT false)
 RETURNS text AS 'MODULE_PATHNAME', 'wf_fail' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_retry(queue text, id bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_retry' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_cancel(queue text, id bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_cancel' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Recovery and settings.
 
 CREATE FUNCTION wf_sweep()
 RETURNS int AS 'MODULE_PATHNAME', 'wf_sweep' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Claims are not dumped (wf.claim is unlogged and holds sessions): a job
 -- that ran while a dump was taken is restored pending without a ready row.
 -- Run once after a restore has finished; returns the jobs given back.
 CREATE FUNCTION wf_recover_lost_claims()
 RETURNS int AS 'MODULE_PATHNAME', 'wf_recover_lost_claims' LANGUAGE C VOLATILE
-SET jit = off;
+SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_configure_queue(queue text, max_attempts int DEFAULT NULL,
                                    backoff_base interval DEFAULT NULL,
                                    backoff_max interval DEFAULT NULL,
                                    lease interval DEFAULT NULL, max_running int DEFAULT NULL,
                                    paused boolean DEFAULT NULL)
-RETURNS void AS 'MODULE_PATHNAME', 'wf_configure_queue' LANGUAGE C VOLATILE;
+RETURNS void AS 'MODULE_PATHNAME', 'wf_configure_queue' LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
 
 -- Workflows.
 
 -- A whole workflow in one call and one statement; returns its workflow_id.
 CREATE FUNCTION wf_submit(spec jsonb)
 RETURNS uuid AS 'MODULE_PATHNAME', 'wf_submit' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Every step of a workflow: status, attempts, timings, error, result.
 CREATE FUNCTION wf_workflow(workflow_id uuid)
 RETURNS jsonb AS 'MODULE_PATHNAME', 'wf_workflow' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Cancels the steps that have not finished; returns how many it cancelled
 -- or flagged (a running step learns it from its next heartbeat).
 CREATE FUNCTION wf_cancel_workflow(workflow_id uuid)
 RETURNS int AS 'MODULE_PATHNAME', 'wf_cancel_workflow' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Inside a running job: checkpoints, durable sleep, events.
 
@@ -435,14 +457,16 @@ SET enable_seqscan = off SET jit = off;
 -- stale (queue, id, attempt).
 CREATE FUNCTION wf_checkpoint(queue text, id bigint, attempt int, step text, output jsonb DEFAULT NULL)
 RETURNS text AS 'MODULE_PATHNAME', 'wf_checkpoint' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Back to pending until now() + delay, without spending an attempt.
 -- Returns the new status ('pending', or 'cancelled' when a cancel was
 -- requested), or NULL for a stale token.
 CREATE FUNCTION wf_snooze(queue text, id bigint, attempt int, delay interval)
 RETURNS text AS 'MODULE_PATHNAME', 'wf_snooze' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Parks a running job until `event` is signalled or `timeout` passes.
 -- Returns 'waiting', 'pending' (already signalled: ready again at once),
@@ -450,30 +474,46 @@ SET enable_seqscan = off SET jit = off;
 CREATE FUNCTION wf_await_event(queue text, id bigint, attempt int, event text,
                                timeout interval DEFAULT NULL)
 RETURNS text AS 'MODULE_PATHNAME', 'wf_await_event' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Signals an event (kept for later awaits); returns the jobs made ready.
 CREATE FUNCTION wf_signal(event text, payload jsonb DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'wf_signal' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off;
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 -- Cron schedules.
 
 -- Creates or replaces a cron schedule; returns its next run.
 CREATE FUNCTION wf_schedule(name text, cron text, queue text, payload jsonb DEFAULT '{}')
 RETURNS timestamptz AS 'MODULE_PATHNAME', 'wf_schedule' LANGUAGE C VOLATILE
-SET jit = off;
+SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_unschedule(name text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_unschedule' LANGUAGE C VOLATILE
-SET jit = off;
+SET jit = off
+SET search_path = pg_catalog, pg_temp;
 
 ------------------------------------------------------------------------------
 -- Creation
 ------------------------------------------------------------------------------
 
+-- Nothing attaches to pg_wf's tables: no trigger, rule or row security
+-- (src/pg/runtime/attachments.hpp). pg_wf's functions and its worker write
+-- them with pg_wf's rights, and what is attached would run with those
+-- rights. What is there anyway stops pg_wf until it is removed.
+CREATE FUNCTION wf._refuse_attachment() RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'wf_refuse_attachment' LANGUAGE C
+SET search_path = pg_catalog, pg_temp;
+CREATE EVENT TRIGGER wf_guard ON ddl_command_start
+    WHEN TAG IN ('CREATE TRIGGER', 'CREATE RULE', 'CREATE POLICY', 'ALTER POLICY', 'ALTER TABLE')
+    EXECUTE FUNCTION wf._refuse_attachment();
+
 -- Reports whether the background worker can serve this database (NOTICE if
 -- not) and wakes the launcher so it does so at once.
 CREATE FUNCTION wf._after_create() RETURNS void
-AS 'MODULE_PATHNAME', 'wf_after_create' LANGUAGE C VOLATILE;
+AS 'MODULE_PATHNAME', 'wf_after_create' LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
 SELECT wf._after_create();

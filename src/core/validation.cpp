@@ -61,6 +61,14 @@ void validate_idempotency_key(std::string_view key) {
                     "Idempotency keys are limited to " +
                         std::to_string(limits::idempotency_key_bytes) + " bytes; this one has " +
                         std::to_string(key.size()) + ".");
+    // A schedule's tick is enqueued under the key schedule:<name>:<tick>: a
+    // job that took such a key first would replace the tick's job, or, held
+    // in an open transaction, stall the worker's cron pass.
+    if (key.substr(0, std::string_view(kScheduleKeyPrefix).size()) == kScheduleKeyPrefix)
+        throw Error(sqlstate::invalid_parameter,
+                    "idempotency keys beginning with \"" + std::string(kScheduleKeyPrefix) +
+                        "\" are reserved for pg_wf's schedules",
+                    {}, "Choose a key with another prefix.");
 }
 
 void validate_positive(std::int64_t value, std::string_view argument) {
@@ -103,9 +111,14 @@ void validate_dependency_count(std::size_t dependencies) {
                         " jobs.");
 }
 
-void validate_non_negative_seconds(double seconds, std::string_view argument) {
+void validate_interval_seconds(double seconds, std::string_view argument, bool zero_allowed) {
+    if (seconds <= 0 && !zero_allowed)
+        throw Error(sqlstate::invalid_parameter, arg(argument) + " must be a positive interval");
     if (seconds < 0)
         throw Error(sqlstate::invalid_parameter, arg(argument) + " must not be negative");
+    if (!(seconds <= limits::max_interval_seconds))
+        throw Error(sqlstate::invalid_parameter, arg(argument) + " must be at most 100 years",
+                    "A longer interval would overflow the times computed from it.");
 }
 
 }  // namespace wf::core

@@ -15,18 +15,28 @@ inline constexpr std::size_t label_bytes = 256;  // worker and step names
 inline constexpr int max_jobs_per_claim = 10000;
 inline constexpr std::size_t max_batch_jobs = 100000;
 inline constexpr std::size_t max_dependencies = 10000;
+// Every interval argument (leases, backoff, delays, timeouts): longer ones
+// would push a timestamp past its range in some later computation, and no
+// job waits a century. Counted as PostgreSQL counts an interval's years
+// (12 months of 30 days), so that '100 years' is the longest.
+inline constexpr double max_interval_seconds = 100.0 * 12 * 30 * 86400;
 }  // namespace limits
 
 // `argument` is the SQL argument's name, used in the message.
 void require_not_null(bool is_null, std::string_view argument);
 void validate_queue_name(std::string_view queue);
 void validate_label(std::string_view value, std::string_view argument, bool may_be_empty = false);
+// The idempotency keys of jobs enqueued by cron schedules begin with this;
+// no caller may use it.
+inline constexpr const char* kScheduleKeyPrefix = "schedule:";
 void validate_idempotency_key(std::string_view key);
 void validate_positive(std::int64_t value, std::string_view argument);
 void validate_max_jobs(int max_jobs);
 void validate_payload_size(std::size_t bytes, std::size_t limit_bytes, std::string_view what);
 void validate_batch_length(std::size_t jobs);
 void validate_dependency_count(std::size_t dependencies);
-void validate_non_negative_seconds(double seconds, std::string_view argument);
+// An interval argument, in seconds: not negative, not zero unless
+// `zero_allowed`, at most limits::max_interval_seconds.
+void validate_interval_seconds(double seconds, std::string_view argument, bool zero_allowed);
 
 }  // namespace wf::core

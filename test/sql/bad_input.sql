@@ -140,6 +140,27 @@ SELECT * FROM bad_calls(ARRAY[
   $$wf_configure_queue('bad_cfg', backoff_base => '1 minute', backoff_max => '59 seconds')$$
 ]);
 
+-- Intervals are at most 100 years (22023): a longer one overflowed a time
+-- computed from it later, so that, say, every claim of a queue configured
+-- with such a lease failed with 22008, or every wf_fail with such a backoff.
+SELECT * FROM bad_calls(ARRAY[
+  $$wf_configure_queue('bad_cfg', lease => '100000000 years')$$,
+  $$wf_configure_queue('bad_cfg', backoff_base => '100000000 years')$$,
+  $$wf_configure_queue('bad_cfg', backoff_max => '101 years')$$,
+  $$wf_claim('bad_q', lease => '178000000 years')$$,
+  $$wf_claim('bad_q', wait => '1000 years')$$,
+  $$wf_heartbeat('bad_q', bad_id('running'), 1, extend => '1000 years')$$,
+  $$wf_fail('bad_q', bad_id('running'), 1, 'e', retry_in => '1000 years')$$,
+  $$wf_snooze('bad_q', bad_id('running'), 1, '1000 years')$$,
+  $$wf_await_event('bad_q', bad_id('running'), 1, 'bad_ev', timeout => '1000 years')$$
+]);
+
+-- Idempotency keys of cron ticks are pg_wf's own (22023): a job that took
+-- one first would replace the tick's job, or stall the worker's cron pass.
+SELECT * FROM bad_calls(ARRAY[
+  $$wf_enqueue('bad_q', '{}', idempotency_key => 'schedule:nightly:1764547200')$$
+]);
+
 -- Batches: a JSON array or nothing (22023).
 SELECT * FROM bad_calls(ARRAY[
   $$wf_enqueue_batch('bad_q', '{"n": 1}')$$,

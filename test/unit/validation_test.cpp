@@ -69,6 +69,9 @@ TEST(Arguments, IdempotencyKeys) {
     EXPECT_EQ(sqlstate_of([] { validate_idempotency_key("order-42"); }), "");
     EXPECT_EQ(sqlstate_of([] { validate_idempotency_key(""); }), "22023");
     EXPECT_EQ(sqlstate_of([] { validate_idempotency_key(std::string(513, 'k')); }), "54000");
+    // Reserved for the ticks of cron schedules.
+    EXPECT_EQ(sqlstate_of([] { validate_idempotency_key("schedule:nightly:1764547200"); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_idempotency_key("my-schedule:1"); }), "");
 }
 
 TEST(Arguments, PayloadSizeLimit) {
@@ -86,4 +89,16 @@ TEST(Arguments, Labels) {
     EXPECT_EQ(sqlstate_of([] { validate_label("summarize", "step_name"); }), "");
     EXPECT_EQ(sqlstate_of([] { validate_label("", "step_name"); }), "22023");
     EXPECT_EQ(sqlstate_of([] { validate_label(std::string(257, 's'), "worker"); }), "54000");
+}
+
+TEST(Arguments, IntervalsAreBounded) {
+    EXPECT_EQ(sqlstate_of([] { validate_interval_seconds(0, "delay", true); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_interval_seconds(0, "lease", false); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_interval_seconds(-1, "delay", true); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_interval_seconds(limits::max_interval_seconds, "lease", false); }), "");
+    // 100 million years: a lease like that made every claim of its queue fail with 22008.
+    EXPECT_EQ(sqlstate_of([] { validate_interval_seconds(1e8 * 365.25 * 86400, "lease", false); }), "22023");
+    // '101 years' as PostgreSQL counts it (1212 months of 30 days).
+    EXPECT_EQ(sqlstate_of([] { validate_interval_seconds(101.0 * 12 * 30 * 86400, "lease", false); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_interval_seconds(limits::max_interval_seconds + 1, "backoff_base", false); }), "22023");
 }

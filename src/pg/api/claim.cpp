@@ -63,17 +63,29 @@ std::vector<ClaimedJob> claim_releasing_locks(const ClaimRequest& req) {
     ResourceOwner owner = CurrentResourceOwner;
     call([] { BeginInternalSubTransaction(nullptr); });
     MemoryContextSwitchTo(context);
-    std::vector<ClaimedJob> jobs = claim_once(req);
+    auto end_subtransaction = [&](bool keep) {
+        call([&] {
+            if (keep)
+                ReleaseCurrentSubTransaction();
+            else
+                RollbackAndReleaseCurrentSubTransaction();
+        });
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+    };
+    std::vector<ClaimedJob> jobs;
+    try {
+        jobs = claim_once(req);
+    } catch (...) {
+        // An error inside (a lease past the end of time, a lock or statement
+        // timeout, a cancel) ends the subtransaction here, so the error then
+        // aborts the caller's transaction as a whole, as any statement's
+        // would; left open, it would leave the session unable to roll back.
+        end_subtransaction(false);
+        throw;
+    }
     // Committing the subtransaction keeps its SPI results (the rows' datums).
-    bool claimed = !jobs.empty();
-    call([&] {
-        if (claimed)
-            ReleaseCurrentSubTransaction();
-        else
-            RollbackAndReleaseCurrentSubTransaction();
-    });
-    MemoryContextSwitchTo(context);
-    CurrentResourceOwner = owner;
+    end_subtransaction(!jobs.empty());
     return jobs;
 }
 

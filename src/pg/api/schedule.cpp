@@ -124,7 +124,8 @@ int64 fire_due_schedules() {
                          errdetail("%s", e.what())));
             });
         }
-        std::string key = "schedule:" + schedule.name + ":" + std::to_string(to_unix_seconds(tick));
+        std::string key = std::string(core::kScheduleKeyPrefix) + schedule.name + ":" +
+                          std::to_string(to_unix_seconds(tick));
         Params<6> p;
         p.set(0, text_datum(schedule.name));
         p.set(1, text_datum(schedule.queue));

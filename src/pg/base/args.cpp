@@ -51,12 +51,7 @@ double interval_seconds(const Interval* interval) {
 Interval* interval_arg(FunctionCallInfo fcinfo, int n, const char* name, bool zero_allowed) {
     core::require_not_null(PG_ARGISNULL(n), name);
     Interval* interval = PG_GETARG_INTERVAL_P(n);
-    double seconds = interval_seconds(interval);
-    if (zero_allowed)
-        core::validate_non_negative_seconds(seconds, name);
-    else if (seconds <= 0)
-        throw core::Error(core::sqlstate::invalid_parameter,
-                          std::string(name) + " must be a positive interval");
+    core::validate_interval_seconds(interval_seconds(interval), name, zero_allowed);
     return interval;
 }
 

@@ -300,6 +300,13 @@ PreparedStatement recover_statement(
     "         c.lease_expires_at, c.owner_pid, c.worker, c.started_at"
     "    FROM wf.claim c"
     "   WHERE c.queue <> '' AND (c.owner_session = ANY($1) OR c.lease_expires_at < $2)),"
+    // A job row another transaction holds (an enqueue that depends on it,
+    // left open) is skipped, and recovered at a later pass: no user
+    // transaction can hold up the recovery of every other job.
+    " free AS ("
+    "  SELECT j.queue, j.id FROM wf.job j JOIN lost ON j.queue = lost.queue AND j.id = lost.id"
+    "   WHERE " WF_SQL_ROW_RUNS_ANY_VERSION("j", "lost.attempt")
+    "     FOR NO KEY UPDATE OF j SKIP LOCKED),"
     " recovered AS ("
     "  UPDATE wf.job j SET"
     "    attempt = lost.attempt, worker = lost.worker, started_at = lost.started_at,"
@@ -311,7 +318,7 @@ PreparedStatement recover_statement(
     "                 ELSE format('worker lost: lease expired at %s during attempt %s',"
     "                             lost.lease_expires_at, lost.attempt) END,"
     "    finished_at = CASE WHEN j.cancel_requested OR lost.attempt >= j.max_attempts THEN $2 END"
-    "   FROM lost"
+    "   FROM lost JOIN free ON free.queue = lost.queue AND free.id = lost.id"
     "  WHERE j.queue = lost.queue AND j.id = lost.id AND "
     WF_SQL_ROW_RUNS_ANY_VERSION("j", "lost.attempt")
     "  RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
@@ -348,7 +355,7 @@ PreparedStatement recover_orphans(
     "      OR (j.status = 'pending'"
     "          AND NOT EXISTS (SELECT 1 FROM wf.ready r WHERE " WF_SQL_READY_ROW_OF("j", "r") ")"
     "          AND NOT EXISTS (SELECT 1 FROM wf.claim c"
-    "               WHERE c.queue = j.queue AND c.id = j.id AND c.attempt = j.attempt + 1))),"
+    "               WHERE c.queue = j.queue AND c.id = j.id AND " WF_SQL_ROW_RUNS("j", "c.attempt") "))),"
     " recovered AS ("
     "  UPDATE wf.job j SET attempt = o.attempt,"
     "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
@@ -401,6 +408,15 @@ PreparedStatement cancel_statement(
     " WHERE j.queue = $1 AND j.id = $2"
     "   AND j.status IN ('blocked', 'pending', 'waiting') AND NOT j.cancel_requested"
     " RETURNING j.status",
+    {TEXTOID, INT8OID});
+
+// A failed or cancelled dependency of a job about to be retried: the retry
+// would leave it blocked on a job that never runs again.
+PreparedStatement dead_dependency(
+    "SELECT p.id, p.status FROM wf.job me, wf.job p"
+    " WHERE me.queue = $1 AND me.id = $2 AND me.status IN ('failed', 'cancelled')"
+    "   AND p.id = ANY (me.depends_on) AND p.status IN ('failed', 'cancelled')"
+    " ORDER BY p.id LIMIT 1",
     {TEXTOID, INT8OID});
 
 // Back from the dead letter with a fresh budget of attempts. The attempt
@@ -777,6 +793,15 @@ bool retry_job(Datum queue, int64 id) {
     Params<2> p;
     p.set(0, queue);
     p.set(1, Int64GetDatum(id));
+    Rows dead = dead_dependency.execute(p.values, p.nulls);
+    if (!dead.empty()) {
+        std::string parent = std::to_string(dead.int64_at(0, "id"));
+        throw core::Error("55000",
+                          "job " + std::to_string(id) + " depends on job " + parent + ", which is " +
+                              dead.text_at(0, "status"),
+                          "Retried alone, it would wait for a job that does not run again.",
+                          "Retry job " + parent + ": the jobs its failure cancelled come back with it.");
+    }
     Rows retried = retry_statement.execute(p.values, p.nulls);
     if (retried.size() != 1) return false;
     if (retried.text_at(0, "status") == "pending") note_queue_ready(text_view(queue));

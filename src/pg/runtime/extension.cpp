@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "pg/base/guard.hpp"
+#include "pg/runtime/attachments.hpp"
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
 
@@ -18,11 +19,12 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-enum class SchemaState { current, missing, older, newer };
+enum class SchemaState { current, missing, older, newer, attached };
 
 // Only `current` is kept: any other answer is read again at the next call
 // (it is an error path, or a worker pass that does nothing).
 bool known_current = false;
+std::string attachment;  // what stopped pg_wf, for the message
 bool callbacks_registered = false;
 
 // An ALTER EXTENSION, DROP or CREATE EXTENSION changes relations (relcache
@@ -72,6 +74,13 @@ SchemaState read_schema_state() {
     auto v = parse_version(version);
     if (v < parse_version(WF_OLDEST_SCHEMA_VERSION)) return SchemaState::older;
     if (v > parse_version(WF_SCHEMA_VERSION)) return SchemaState::newer;
+    // CREATE TRIGGER, CREATE RULE, row security: each sends a relcache
+    // invalidation of its table, which makes this look again.
+    const char* what = call([] { return find_attachment(); });
+    if (what != nullptr) {
+        attachment = what;
+        return SchemaState::attached;
+    }
     known_current = true;
     return SchemaState::current;
 }
@@ -79,6 +88,17 @@ SchemaState read_schema_state() {
 }  // namespace
 
 bool schema_is_current() { return read_schema_state() == SchemaState::current; }
+
+std::string schema_refusal() {
+    switch (read_schema_state()) {
+        case SchemaState::current: return {};
+        case SchemaState::missing: return "pg_wf is not created in this database";
+        case SchemaState::older: return "the extension's SQL objects are older than its library";
+        case SchemaState::newer: return "the extension's SQL objects are newer than its library";
+        case SchemaState::attached: return "pg_wf's tables have " + attachment + " attached";
+    }
+    return {};
+}
 
 void require_current_schema() {
     switch (read_schema_state()) {
@@ -100,6 +120,12 @@ void require_current_schema() {
                               " to " WF_SCHEMA_VERSION " of the extension.",
                               "Install the pg_wf library of the extension's version and "
                               "restart the server.");
+        case SchemaState::attached:
+            throw core::Error("55000", "pg_wf refuses to run: its tables have " + attachment,
+                              "pg_wf's functions and its worker write these tables with pg_wf's "
+                              "rights; what is attached to them would run with those rights.",
+                              "Remove it (DROP TRIGGER, DROP RULE, ALTER TABLE ... DISABLE ROW "
+                              "LEVEL SECURITY).");
     }
 }
 

@@ -4,17 +4,22 @@
 
 #include "pg/base/postgres.hpp"
 
-// The versions of the extension's SQL objects this library can serve: the
-// running state in wf.claim came with 1.2; 1.3 dropped a dead column.
-#define WF_OLDEST_SCHEMA_VERSION "1.2"
-#define WF_SCHEMA_VERSION "1.3"
+// The versions of the extension's SQL objects this library can serve. 1.4
+// pinned every function's search_path and guards pg_wf's tables: an older
+// schema is refused until ALTER EXTENSION pg_wf UPDATE, since its functions
+// could be made to run planted code.
+#define WF_OLDEST_SCHEMA_VERSION "1.4"
+#define WF_SCHEMA_VERSION "1.4"
 
 namespace wf::pg {
 
 // Whether pg_wf is created in this database at a version this library
-// serves. Read from pg_extension and cached per backend until a catalog
-// change (relcache or function invalidation) could have changed it.
+// serves, with nothing attached to its tables (attachments.hpp). Read from
+// the catalogs and cached per backend until a catalog change (relcache or
+// function invalidation) could have changed it.
 bool schema_is_current();
+// Why not, in words for a log line ("" when it is).
+std::string schema_refusal();
 
 // The same as an error for SQL functions: 55000 with the hint to update
 // (or to install the matching library). Until ALTER EXTENSION pg_wf UPDATE

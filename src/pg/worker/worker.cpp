@@ -239,7 +239,10 @@ void on_worker_exit(int, Datum) { unregister_database_worker(false); }
 
 char database_name[NAMEDATALEN] = "";
 bool announced = false;
-bool told_schema_older = false;
+// Why the worker leaves the database alone ("" while it serves it), and
+// what it last said about that in the log.
+char refusal[256] = "";
+char told[256] = "";
 
 // pg_wf was dropped from this database: the worker leaves, and the launcher
 // starts another here only once it is created again.
@@ -253,14 +256,16 @@ bool told_schema_older = false;
     proc_exit(0);
 }
 
-void read_whether_schema_is_current(void* current) {
-    *static_cast<bool*>(current) = schema_is_current();
+void read_refusal(void*) {
+    std::string why = schema_refusal();
+    strlcpy(refusal, why.c_str(), sizeof refusal);
 }
 
 // Once per loop, before its passes: whether they may run. The worker leaves
-// a database where pg_wf was dropped, and leaves one whose schema is older
-// than the library alone (until ALTER EXTENSION pg_wf UPDATE). The answer is
-// cached until a catalog change, so a database served costs no catalog read.
+// a database where pg_wf was dropped, and leaves one alone whose schema is
+// older than the library (until ALTER EXTENSION pg_wf UPDATE) or whose
+// tables have something attached (attachments.hpp). The answer is cached
+// until a catalog change, so a database served costs no catalog read.
 bool extension_served() {
     SetCurrentStatementStartTimestamp();
     StartTransactionCommand();
@@ -268,19 +273,19 @@ bool extension_served() {
         char* name = get_database_name(MyDatabaseId);
         strlcpy(database_name, name ? name : "?", NAMEDATALEN);
     }
-    bool current = false;
-    run_guarded(read_whether_schema_is_current, &current);
+    run_guarded(read_refusal, nullptr);
+    bool current = refusal[0] == '\0';
     if (!current && !OidIsValid(get_extension_oid("pg_wf", true))) leave_database();
     if (!announced) {
         ereport(LOG, (errmsg("pg_wf reaper started for database \"%s\"", database_name)));
         announced = true;
     }
-    if (!current && !told_schema_older) {
-        ereport(LOG, (errmsg("pg_wf worker: the extension's SQL objects in database \"%s\" are"
-                             " older than its library; nothing is done there until"
-                             " ALTER EXTENSION pg_wf UPDATE",
-                             database_name)));
-        told_schema_older = true;
+    if (strcmp(refusal, told) != 0) {
+        if (!current)
+            ereport(LOG, (errmsg("pg_wf worker: database \"%s\": %s; nothing is done there until "
+                                 "that changes",
+                                 database_name, refusal)));
+        strlcpy(told, refusal, sizeof told);
     }
     CommitTransactionCommand();
     return current;
@@ -416,6 +421,14 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
     // And no JIT: a plan that keeps a disabled sequential scan costs over
     // 1e10 and would be compiled on every pass.
     SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+    // Names resolve in pg_catalog only, whatever the database's or a role's
+    // search_path says: a function or operator someone planted in another
+    // schema must never be what the worker's SQL calls.
+    SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+    // No user transaction holds a pass for long: a row lock it keeps (an
+    // open transaction that locked a job) ends the pass after this, logged,
+    // and the next pass tries again; the recovery itself skips such rows.
+    SetConfigOption("lock_timeout", "1s", PGC_SUSET, PGC_S_OVERRIDE);
     register_database_worker(database);
     before_shmem_exit(on_worker_exit, 0);
 
