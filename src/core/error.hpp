@@ -17,6 +17,7 @@ inline constexpr const char* program_limit = "54000";
 inline constexpr const char* unique_violation = "23505";
 inline constexpr const char* foreign_key_violation = "23503";
 inline constexpr const char* object_in_use = "55006";
+inline constexpr const char* insufficient_privilege = "42501";
 }  // namespace sqlstate
 
 class Error : public std::runtime_error {

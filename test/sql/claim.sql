@@ -112,8 +112,9 @@ SELECT count(*) AS claimed FROM wf_claim('claim_wait', wait => '100 ms');
 SELECT clock_timestamp() - :'t0'::timestamptz >= interval '90 ms' AS waited;
 
 -- A claim takes its ready rows without the executor (ready_set.cpp), yet
--- with the executor's checks: a role that may not delete from wf.ready gets
--- 42501, a read-only transaction 25006, and the job stays claimable.
+-- with the executor's checks: a read-only transaction gets 25006, and the
+-- job stays claimable. (A role with table privileges but no right to work
+-- in the queue gets 42501 before any of it: see security.sql.)
 SELECT wf_enqueue('claim_checks', '{"n": "guarded"}') IS NOT NULL AS enqueued;
 CREATE ROLE claim_reader;
 GRANT USAGE ON SCHEMA wf TO claim_reader;

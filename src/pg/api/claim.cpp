@@ -149,6 +149,7 @@ WF_SQL_FUNCTION(wf_claim) {
 
     // The claimed rows live in SPI memory: they are emitted inside the scope.
     with_job_tables([&] {
+        require_right(Capability::work, queue);
         std::optional<WaitRegistration> registration;
         TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(wait_seconds * 1e6);
         if (wait_seconds > 0) {
@@ -197,6 +198,7 @@ WF_SQL_FUNCTION(wf_complete_and_claim) {
     call([] { ensure_session_holds_owner_lock(); });
 
     with_job_tables([&] {
+        require_right(Capability::work, token.queue_name);
         // True only for a job that ended done (not cancelled while it ran).
         bool done = false;
         complete_job(token, optional_arg(fcinfo, 3), &done);
@@ -217,6 +219,9 @@ WF_SQL_FUNCTION(wf_complete_and_claim) {
 WF_SQL_FUNCTION(wf_heartbeat) {
     FencingToken token = fencing_token_arg(fcinfo);
     Interval* extend = PG_ARGISNULL(3) ? nullptr : interval_arg(fcinfo, 3, "extend", false);
-    bool yours = with_job_tables([&] { return heartbeat(token, extend); });
+    bool yours = with_job_tables([&] {
+        require_right(Capability::work, token.queue_name);
+        return heartbeat(token, extend);
+    });
     PG_RETURN_BOOL(yours);
 }

@@ -61,8 +61,13 @@ WF_SQL_FUNCTION(wf_enqueue) {
     job.depends_on = dependencies;
 
     int64 id = with_job_tables([&] {
+        require_right(Capability::produce, queue);
         DependencyState deps;
         if (!job.depends_on.empty()) deps = lock_dependencies(job.depends_on);
+        // A job that waits on others reads their results: the right to
+        // produce in their queues too.
+        for (const std::string& parent_queue : deps.queues)
+            require_right(Capability::produce, parent_queue);
         if (deps.failed) {
             job.status = "cancelled";
             job.last_error = "dependency job " + std::to_string(deps.failed) + " failed";
@@ -99,7 +104,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
 
 // wf_enqueue_batch(queue, payloads jsonb array) -> SETOF bigint, in order
 WF_SQL_FUNCTION(wf_enqueue_batch) {
-    queue_arg(fcinfo, 0);
+    std::string_view queue = queue_arg(fcinfo, 0);
     core::require_not_null(PG_ARGISNULL(1), "payloads");
     Jsonb* payloads = call([&] { return PG_GETARG_JSONB_P(1); });
     if (!JB_ROOT_IS_ARRAY(payloads) || JB_ROOT_IS_SCALAR(payloads))
@@ -128,6 +133,7 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
 
     Datum queue_datum = PG_GETARG_DATUM(0);
     std::vector<int64> ids = with_job_tables([&] {
+        require_right(Capability::produce, queue);
         return insert_pending_jobs(queue_datum, PointerGetDatum(payloads),
                                    queue_settings(queue_datum).max_attempts);
     });

@@ -14,6 +14,7 @@ WF_SQL_FUNCTION(wf_complete) {
     FencingToken token = fencing_token_arg(fcinfo);
     if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
     bool done = with_job_tables([&] {
+        require_right(Capability::work, token.queue_name);
         bool ended_done = false;
         complete_job(token, optional_arg(fcinfo, 3), &ended_done);
         return ended_done;
@@ -24,7 +25,7 @@ WF_SQL_FUNCTION(wf_complete) {
 // wf_complete_many(queue, ids, attempts, results) -> SETOF bigint: the ids
 // completed; a stale (id, attempt) is left out and changes nothing.
 WF_SQL_FUNCTION(wf_complete_many) {
-    queue_arg(fcinfo, 0);
+    std::string_view queue = queue_arg(fcinfo, 0);
     core::require_not_null(PG_ARGISNULL(1), "ids");
     core::require_not_null(PG_ARGISNULL(2), "attempts");
     Datum ids = PG_GETARG_DATUM(1), attempts = PG_GETARG_DATUM(2);
@@ -69,6 +70,7 @@ WF_SQL_FUNCTION(wf_complete_many) {
     }
 
     std::vector<int64> done = with_job_tables([&] {
+        require_right(Capability::work, queue);
         return complete_jobs(PG_GETARG_DATUM(0), ids, attempts, optional_arg(fcinfo, 3));
     });
     return_ids(fcinfo, done);
@@ -85,8 +87,10 @@ WF_SQL_FUNCTION(wf_fail) {
     bool permanent = bool_arg(fcinfo, 5, "permanent");
     core::validate_payload_size(error.size(), static_cast<size_t>(max_payload_size), "error");
 
-    const char* status = with_job_tables(
-        [&] { return fail_job(token, PG_GETARG_DATUM(3), retry_in, permanent); });
+    const char* status = with_job_tables([&] {
+        require_right(Capability::work, token.queue_name);
+        return fail_job(token, PG_GETARG_DATUM(3), retry_in, permanent);
+    });
     if (status == nullptr) PG_RETURN_NULL();
     PG_RETURN_DATUM(text_datum(status));
 }

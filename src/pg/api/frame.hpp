@@ -3,18 +3,21 @@
 // serves. (The C++/PostgreSQL boundary itself is WF_SQL_FUNCTION, guard.hpp.)
 #pragma once
 
+#include "pg/api/rights.hpp"
 #include "pg/base/args.hpp"
 #include "pg/jobs/job_state.hpp"
 #include "pg/runtime/extension.hpp"
+#include "pg/runtime/run_as.hpp"
 
 namespace wf::pg {
 
-// Runs `body` inside SPI after checking that the extension's SQL objects
-// are a version this library serves (55000 otherwise). See with_spi for
-// what the body may return.
+// Runs `body` inside SPI, as pg_wf's owner (run_as.hpp), after checking
+// that the extension's SQL objects are a version this library serves (55000
+// otherwise). The body checks its caller's rights first (require_right).
+// See with_spi for what the body may return.
 template <typename Body>
 decltype(auto) with_job_tables(Body&& body) {
-    require_current_schema();
+    RunAsOwner as_owner(pg_wf_owner());
     return with_spi(std::forward<Body>(body));
 }
 

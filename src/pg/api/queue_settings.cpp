@@ -120,6 +120,7 @@ WF_SQL_FUNCTION(wf_configure_queue) {
     if (!PG_ARGISNULL(5)) core::validate_positive(PG_GETARG_INT32(5), "max_running");
 
     with_job_tables([&] {
+        require_right(Capability::administer, queue);
         Params<7> p;
         for (int i = 0; i < 7; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));
         if (!upsert_config.execute(p.values, p.nulls).bool_at(0, "backoff_in_order"))

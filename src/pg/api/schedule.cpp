@@ -15,24 +15,43 @@
 #include <optional>
 
 #include "pg/api/frame.hpp"
+#include "pg/api/rights.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 namespace wf::pg {
 namespace {
 
+// A schedule fires with the rights of the role that made it ($6), checked
+// at each tick.
 PreparedStatement upsert_schedule(
-    "INSERT INTO wf.schedule (name, cron, queue, payload, next_run_at)"
-    " VALUES ($1, $2, $3, $4, $5)"
+    "INSERT INTO wf.schedule (name, cron, queue, payload, next_run_at, owner)"
+    " VALUES ($1, $2, $3, $4, $5, $6)"
     " ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, queue = excluded.queue,"
-    "   payload = excluded.payload, next_run_at = excluded.next_run_at, updated_at = now()",
-    {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID});
+    "   payload = excluded.payload, next_run_at = excluded.next_run_at, owner = excluded.owner,"
+    "   updated_at = now()",
+    {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, OIDOID});
+
+// The queue of an existing schedule: replacing or removing it needs the
+// right to administer that queue.
+PreparedStatement lock_schedule(
+    "SELECT queue FROM wf.schedule WHERE name = $1 FOR UPDATE", {TEXTOID});
 
 PreparedStatement delete_schedule("DELETE FROM wf.schedule WHERE name = $1", {TEXTOID});
+
+// Administer on the queue of schedule `name`, if it exists; whether it does.
+bool require_right_on_schedule(Datum name) {
+    Params<1> p;
+    p.set(0, name);
+    Rows existing = lock_schedule.execute(p.values, p.nulls);
+    if (existing.empty()) return false;
+    require_right(Capability::administer, existing.text_at(0, "queue"));
+    return true;
+}
 
 // Due schedules, each locked: a second firer skips it, and after the first
 // commits finds it moved on (the re-check of next_run_at).
 PreparedStatement due_schedules(
-    "SELECT name, cron, queue, payload, next_run_at FROM wf.schedule"
+    "SELECT name, cron, queue, payload, next_run_at, owner::oid AS owner FROM wf.schedule"
     " WHERE next_run_at <= $1 ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED",
     {TIMESTAMPTZOID});
 
@@ -43,6 +62,7 @@ PreparedStatement fire_tick(
     " SELECT $2, 'pending', $3, $4, m, m, $5"
     "   FROM (SELECT coalesce((SELECT c.max_attempts FROM wf.queue_config c"
     "                          WHERE c.queue = $2), " WF_SQL_DEFAULT_MAX_ATTEMPTS ") AS m) AS budget"
+    "  WHERE $7"
     " ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
     " RETURNING queue, priority, run_at, id),"
     WF_SQL_ENTER_READY("job", "") ","
@@ -50,7 +70,7 @@ PreparedStatement fire_tick(
     "                  last_job_id = coalesce((SELECT id FROM job), last_job_id)"
     "            WHERE name = $1)"
     " SELECT count(*) AS fired FROM job",
-    {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID});
+    {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, BOOLOID});
 
 constexpr int64 kPostgresEpochOffset =
     int64{POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE} * SECS_PER_DAY;
@@ -95,6 +115,7 @@ int64 fire_due_schedules() {
         std::string name, cron, queue;
         Datum payload;  // in SPI memory, alive until SPI_finish
         TimestampTz tick;
+        Oid owner;
     };
     TimestampTz now = GetCurrentTimestamp();
     Params<1> d;
@@ -103,7 +124,8 @@ int64 fire_due_schedules() {
     std::vector<Due> due(rows.size());
     for (size_t r = 0; r < due.size(); r++)
         due[r] = {rows.text_at(r, "name"), rows.text_at(r, "cron"), rows.text_at(r, "queue"),
-                  rows.datum(r, "payload"), DatumGetTimestampTz(rows.datum(r, "next_run_at"))};
+                  rows.datum(r, "payload"), DatumGetTimestampTz(rows.datum(r, "next_run_at")),
+                  DatumGetObjectId(rows.datum(r, "owner"))};
 
     int64 fired = 0;
     for (const Due& schedule : due) {
@@ -126,13 +148,27 @@ int64 fire_due_schedules() {
         }
         std::string key = std::string(core::kScheduleKeyPrefix) + schedule.name + ":" +
                           std::to_string(to_unix_seconds(tick));
-        Params<6> p;
+        // The tick fires with its owner's rights, checked now: without the
+        // right to produce in the queue any more, it is skipped.
+        bool allowed = has_right(schedule.owner, Capability::produce, schedule.queue);
+        if (!allowed)
+            call([&] {
+                ereport(WARNING,
+                        (errmsg("pg_wf: schedule \"%s\" skipped a tick: its owner may not "
+                                "produce in queue \"%s\"",
+                                schedule.name.c_str(), schedule.queue.c_str()),
+                         errhint("Grant it: SELECT wf_grant('<owner>', 'produce', '%s'), or "
+                                 "schedule it again as a role that may.",
+                                 schedule.queue.c_str())));
+            });
+        Params<7> p;
         p.set(0, text_datum(schedule.name));
         p.set(1, text_datum(schedule.queue));
         p.set(2, schedule.payload);
         p.set(3, TimestampTzGetDatum(tick));
         p.set(4, text_datum(key));
         if (never) p.set_null(5); else p.set(5, next);
+        p.set(6, BoolGetDatum(allowed));
         if (fire_tick.execute(p.values, p.nulls).int64_at(0, "fired") > 0) {
             fired++;
             note_queue_ready(schedule.queue.data(), schedule.queue.size());
@@ -150,7 +186,7 @@ using namespace wf::pg;
 WF_SQL_FUNCTION(wf_schedule) {
     core::validate_label(text_arg(fcinfo, 0, "name"), "name");
     std::string_view cron = text_arg(fcinfo, 1, "cron");
-    queue_arg(fcinfo, 2);
+    std::string_view queue = queue_arg(fcinfo, 2);
     Datum payload = payload_arg(fcinfo, 3, "payload");
     core::CronSchedule schedule = core::CronSchedule::parse(cron);
     if (!schedule.can_fire())
@@ -164,12 +200,15 @@ WF_SQL_FUNCTION(wf_schedule) {
                           "cron expression \"" + std::string(cron) + "\" never fires");
 
     with_job_tables([&] {
-        Params<5> p;
+        require_right(Capability::administer, queue);
+        require_right_on_schedule(PG_GETARG_DATUM(0));  // one it replaces
+        Params<6> p;
         p.set(0, PG_GETARG_DATUM(0));
         p.set(1, PG_GETARG_DATUM(1));
         p.set(2, PG_GETARG_DATUM(2));
         p.set(3, payload);
         p.set(4, next);
+        p.set(5, ObjectIdGetDatum(RunAsOwner::caller()));
         upsert_schedule.execute(p.values, p.nulls);
     });
     PG_RETURN_TIMESTAMPTZ(DatumGetTimestampTz(next));
@@ -179,6 +218,7 @@ WF_SQL_FUNCTION(wf_schedule) {
 WF_SQL_FUNCTION(wf_unschedule) {
     text_arg(fcinfo, 0, "name");
     bool removed = with_job_tables([&] {
+        if (!require_right_on_schedule(PG_GETARG_DATUM(0))) return false;
         Params<1> p;
         p.set(0, PG_GETARG_DATUM(0));
         return delete_schedule.execute(p.values, p.nulls).size() == 1;

@@ -52,6 +52,7 @@ std::string_view event_name_arg(FunctionCallInfo fcinfo, int n) {
 template <typename Park>
 const char* park_running_job(const FencingToken& token, Park&& park) {
     return with_job_tables([&]() -> const char* {
+        require_right(Capability::work, token.queue_name);
         std::optional<bool> cancel_requested = lock_running_attempt(token);
         if (!cancel_requested) return nullptr;
         if (*cancel_requested) {
@@ -82,6 +83,7 @@ WF_SQL_FUNCTION(wf_checkpoint) {
     if (!PG_ARGISNULL(4)) payload_arg(fcinfo, 4, "output");
 
     const char* status = with_job_tables([&]() -> const char* {
+        require_right(Capability::work, token.queue_name);
         Params<5> p;
         p.set(0, token.queue);
         p.set(1, Int64GetDatum(token.id));
@@ -151,10 +153,11 @@ WF_SQL_FUNCTION(wf_await_event) {
 // wf_signal(event, payload) -> int: the jobs made ready. The signal is kept
 // for jobs that await the event later.
 WF_SQL_FUNCTION(wf_signal) {
-    event_name_arg(fcinfo, 0);
+    std::string_view event = event_name_arg(fcinfo, 0);
     if (!PG_ARGISNULL(1)) payload_arg(fcinfo, 1, "payload");
 
     int64 woken = with_job_tables([&] {
+        require_right(Capability::signal, event);
         Params<2> p;
         p.set(0, PG_GETARG_DATUM(0));
         p.set_or_null(1, PG_ARGISNULL(1), PG_GETARG_DATUM(1));

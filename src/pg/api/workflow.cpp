@@ -79,6 +79,19 @@ PreparedStatement describe_workflow(
     "  AS described FROM wf.workflows w WHERE w.workflow_id = $1",
     {UUIDOID});
 
+// The queues a workflow's steps are in: acting on it needs a right on each.
+PreparedStatement workflow_queues(
+    "SELECT DISTINCT queue FROM wf.job WHERE workflow_id = $1", {UUIDOID});
+
+void require_right_on_steps(Datum workflow_id, Capability capability) {
+    Params<1> p;
+    p.set(0, workflow_id);
+    Rows queues = workflow_queues.execute(p.values, p.nulls);
+    std::vector<std::string> names;
+    for (uint64 r = 0; r < queues.size(); r++) names.push_back(queues.text_at(r, "queue"));
+    for (const std::string& queue : names) require_right(capability, queue);
+}
+
 PreparedStatement workflow_exists(
     "SELECT 1 AS found WHERE EXISTS (SELECT 1 FROM wf.workflow WHERE id = $1)"
     "    OR EXISTS (SELECT 1 FROM wf.job WHERE workflow_id = $1)",
@@ -154,6 +167,7 @@ WF_SQL_FUNCTION(wf_submit) {
     }
 
     pg_uuid_t id = with_job_tables([&] {
+        for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
         Params<12> p;
         p.set(0, datum_array(queues, no_nulls, TEXTOID));
         p.set(1, datum_array(names, no_nulls, TEXTOID));
@@ -196,6 +210,7 @@ WF_SQL_FUNCTION(wf_submit) {
 WF_SQL_FUNCTION(wf_workflow) {
     Datum id = uuid_arg(fcinfo, 0, "workflow_id");
     Datum result = with_job_tables([&] {
+        require_right_on_steps(id, Capability::operate);
         Params<1> p;
         p.set(0, id);
         Rows described = describe_workflow.execute(p.values, p.nulls);
@@ -214,6 +229,7 @@ WF_SQL_FUNCTION(wf_cancel_workflow) {
         Params<1> p;
         p.set(0, id);
         if (workflow_exists.execute(p.values, p.nulls).empty()) no_such_workflow(id);
+        require_right_on_steps(id, Capability::operate);
         return cancel_workflow_steps(id);
     });
     PG_RETURN_INT32(cancelled);

@@ -16,7 +16,7 @@ namespace {
 // dependency cannot finish between this read and the commit of the edges:
 // its wf_complete waits, then re-reads the row.
 PreparedStatement lock_parents(
-    "SELECT id, status FROM wf.job WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+    "SELECT id, status, queue FROM wf.job WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
     {INT8ARRAYOID});
 
 // wf_complete looks for dependents only when this flag says there are some.
@@ -184,6 +184,9 @@ DependencyState lock_dependencies(const std::vector<int64>& ids) {
         int64 id = parents.int64_at(r, "id");
         std::string status = parents.text_at(r, "status");
         found.push_back(id);
+        std::string queue = parents.text_at(r, "queue");
+        if (std::find(state.queues.begin(), state.queues.end(), queue) == state.queues.end())
+            state.queues.push_back(std::move(queue));
         if (status == "done") continue;
         state.not_done.push_back(id);
         if (status == "failed" || status == "cancelled") {

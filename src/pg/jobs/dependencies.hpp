@@ -16,6 +16,7 @@ struct DependencyState {
     // Edges go to every dependency not done, failed ones included: a
     // wf_retry of a failed one must find and release this job later.
     std::vector<int64> not_done;
+    std::vector<std::string> queues;  // of all of them, each once
 };
 // Locks and reads `ids` (sorted, unique); 23503 names one that does not
 // exist. Flags the unfinished ones as having dependents.

@@ -12,6 +12,7 @@ extern "C" {
 #include "access/table.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_namespace.h"
 #include "utils/fmgroids.h"
 #include "utils/syscache.h"
 }
@@ -24,6 +25,7 @@ enum class SchemaState { current, missing, older, newer, attached };
 // Only `current` is kept: any other answer is read again at the next call
 // (it is an error path, or a worker pass that does nothing).
 bool known_current = false;
+Oid known_owner = InvalidOid;  // of schema wf, while known_current
 std::string attachment;  // what stopped pg_wf, for the message
 bool callbacks_registered = false;
 
@@ -31,7 +33,7 @@ bool callbacks_registered = false;
 // invalidations) or functions (pg_proc invalidations); pg_extension itself
 // has no syscache that could tell us.
 void forget_version(Datum, Oid) { known_current = false; }
-void forget_version_on_proc(Datum, int, uint32) { known_current = false; }
+void forget_version_on_syscache(Datum, int, uint32) { known_current = false; }
 
 // "1.12" -> {1, 12}; anything unparsable sorts first.
 std::pair<long, long> parse_version(const char* v) {
@@ -60,11 +62,24 @@ char* installed_version() {
     return version;
 }
 
+// Plain C: the owner of schema wf, or InvalidOid.
+Oid schema_owner() {
+    Oid schema = get_namespace_oid("wf", true);
+    if (!OidIsValid(schema)) return InvalidOid;
+    HeapTuple tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(schema));
+    if (!HeapTupleIsValid(tuple)) return InvalidOid;
+    Oid owner = reinterpret_cast<Form_pg_namespace>(GETSTRUCT(tuple))->nspowner;
+    ReleaseSysCache(tuple);
+    return owner;
+}
+
 SchemaState read_schema_state() {
     if (!callbacks_registered) {
         call([] {
             CacheRegisterRelcacheCallback(forget_version, 0);
-            CacheRegisterSyscacheCallback(PROCOID, forget_version_on_proc, 0);
+            CacheRegisterSyscacheCallback(PROCOID, forget_version_on_syscache, 0);
+            // ALTER SCHEMA wf OWNER TO: who pg_wf runs as.
+            CacheRegisterSyscacheCallback(NAMESPACEOID, forget_version_on_syscache, 0);
         });
         callbacks_registered = true;
     }
@@ -81,13 +96,19 @@ SchemaState read_schema_state() {
         attachment = what;
         return SchemaState::attached;
     }
-    known_current = true;
-    return SchemaState::current;
+    known_owner = call([] { return schema_owner(); });
+    known_current = OidIsValid(known_owner);
+    return known_current ? SchemaState::current : SchemaState::missing;
 }
 
 }  // namespace
 
 bool schema_is_current() { return read_schema_state() == SchemaState::current; }
+
+Oid pg_wf_owner() {
+    require_current_schema();
+    return known_owner;
+}
 
 std::string schema_refusal() {
     switch (read_schema_state()) {

@@ -21,6 +21,11 @@ bool schema_is_current();
 // Why not, in words for a log line ("" when it is).
 std::string schema_refusal();
 
+// The role pg_wf's SQL runs as: the owner of schema wf and of every table
+// in it (wf_owner, a role that cannot log in; see run_as.hpp). Raises what
+// require_current_schema raises.
+Oid pg_wf_owner();
+
 // The same as an error for SQL functions: 55000 with the hint to update
 // (or to install the matching library). Until ALTER EXTENSION pg_wf UPDATE
 // has run, every function refuses: a 1.1 claim is a job row that this

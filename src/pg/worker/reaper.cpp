@@ -36,6 +36,7 @@ using namespace wf::pg;
 // due schedules); returns the jobs recovered.
 WF_SQL_FUNCTION(wf_sweep) {
     int64 recovered = with_job_tables([] {
+        require_right(Capability::administer, "*");
         int64 n = sweep_database();
         // The background worker's other duties, for a server without it.
         settle_release_debts();
@@ -53,6 +54,7 @@ WF_SQL_FUNCTION(wf_sweep) {
 // pending job would look lost).
 WF_SQL_FUNCTION(wf_recover_lost_claims) {
     int64 recovered = with_job_tables([] {
+        require_right(Capability::administer, "*");
         std::vector<int64> finished;
         int64 n = recover_lost_claims("a dump was taken", &finished);
         if (!finished.empty()) cancel_dependents(finished, "failed: its worker was lost");

@@ -9,6 +9,7 @@
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/job_state.hpp"
 #include "pg/runtime/extension.hpp"
+#include "pg/runtime/run_as.hpp"
 #include "pg/worker/reaper.hpp"
 #include "pg/worker/retention.hpp"
 #include "pg/runtime/worker_registry.hpp"
@@ -198,9 +199,12 @@ enum class PassKind {
     vacuum,
 };
 
-// What run_guarded runs for a PassKind::sql pass: its body, inside SPI.
+// What run_guarded runs for a PassKind::sql pass: its body, inside SPI, as
+// pg_wf's owner (run_as.hpp): the worker connects as a superuser, but what
+// it runs has no more rights than pg_wf's own functions.
 template <typename Body>
 void run_body_in_spi(void* body) {
+    RunAsOwner as_owner(pg_wf_owner());
     with_spi(*static_cast<Body*>(body));
 }
 

@@ -1,0 +1,44 @@
+// Who may do what, per queue: the functions are the only door to pg_wf's
+// tables, and each checks its caller's right on the queues it touches.
+//
+//   produce     wf_enqueue, wf_enqueue_batch, wf_submit (every step's queue;
+//               and the queues of the jobs a new job depends on)
+//   work        wf_claim, wf_complete_and_claim, wf_heartbeat, wf_complete,
+//               wf_complete_many, wf_fail, wf_checkpoint, wf_snooze,
+//               wf_await_event
+//   signal      wf_signal, on event names (a pattern matches event names as
+//               it matches queue names)
+//   operate     wf_retry, wf_cancel, wf_cancel_workflow, wf_workflow
+//   administer  wf_configure_queue, wf_schedule, wf_unschedule, wf_grant,
+//               wf_revoke; on '*': wf_sweep, wf_recover_lost_claims.
+//               Administer implies every other right on the same queues.
+//
+// Rights are granted to a role per queue or per pattern (`billing.*`: a
+// trailing * matches any rest; `*` matches every queue) with wf_grant, and
+// held by its members. The views show a role the queues it holds any right
+// on. Superusers and pg_wf's owner hold every right, without a look-up.
+// Answers are cached per backend until wf_grant, wf_revoke or a change of
+// role membership.
+#pragma once
+
+#include <optional>
+
+#include "pg/base/postgres.hpp"
+
+namespace wf::pg {
+
+enum class Capability { produce, work, signal, operate, administer };
+
+// The capability's SQL name ('produce', ...), and back (none for a bad name).
+const char* capability_name(Capability c);
+std::optional<Capability> capability_from_name(std::string_view name);
+
+// Whether `role` holds `capability` (none: any) on `queue` (a queue or
+// event name, or a pattern: a right on 'billing.*' covers 'billing.eu.*').
+// Inside SPI, running as pg_wf's owner.
+bool has_right(Oid role, std::optional<Capability> capability, std::string_view queue);
+
+// 42501 unless the caller (RunAsOwner::caller) holds it; changes nothing.
+void require_right(Capability capability, std::string_view queue);
+
+}  // namespace wf::pg
