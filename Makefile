@@ -54,6 +54,11 @@ include $(PGXS)
 # PGXS compiles C++ to LLVM bitcode without PG_CXXFLAGS (BUILDING.md).
 COMPILE.cxx.bc += $(PG_CXXFLAGS)
 
+# PGXS tracks no header dependencies: every object is rebuilt when any
+# header changes (a stale object links against a changed declaration).
+HEADERS = $(wildcard src/core/*.hpp src/pg/*/*.hpp)
+$(OBJS) $(OBJS:.o=.bc): $(HEADERS)
+
 $(DATA_built): sql/pg_wf.sql
 	cp $< $@
 

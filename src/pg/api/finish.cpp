@@ -71,7 +71,8 @@ WF_SQL_FUNCTION(wf_complete_many) {
 
     std::vector<int64> done = with_job_tables([&] {
         require_right(Capability::work, queue);
-        return complete_jobs(PG_GETARG_DATUM(0), ids, attempts, optional_arg(fcinfo, 3));
+        return complete_jobs(PG_GETARG_DATUM(0), ids, attempts, optional_arg(fcinfo, 3),
+                             static_cast<size_t>(n_ids));
     });
     return_ids(fcinfo, done);
     return 0;

@@ -13,16 +13,17 @@ void spi_finish() {
     call([] { SPI_finish(); });
 }
 
-PreparedStatement::PreparedStatement(const char* sql, std::initializer_list<Oid> argument_types)
-    : sql_(sql), argument_types_(argument_types) {}
+PreparedStatement::PreparedStatement(const char* sql, std::initializer_list<Oid> argument_types,
+                                     Planning planning)
+    : sql_(sql), argument_types_(argument_types), planning_(planning) {}
 
 Rows PreparedStatement::execute(const Datum* values, const char* nulls) {
     if (plan_ == nullptr) {
+        int options = planning_ == Planning::generic ? CURSOR_OPT_GENERIC_PLAN
+                                                     : CURSOR_OPT_CUSTOM_PLAN;
         SPIPlanPtr plan = call([&] {
-            // Generic plans: the plan cache would otherwise replan every call
-            // whose custom plan looks cheaper, which for these statements is all.
             SPIPlanPtr p = SPI_prepare_cursor(sql_, static_cast<int>(argument_types_.size()),
-                                              argument_types_.data(), CURSOR_OPT_GENERIC_PLAN);
+                                              argument_types_.data(), options);
             if (p == nullptr)
                 elog(ERROR, "pg_wf: could not prepare statement: %s",
                      SPI_result_code_string(SPI_result));

@@ -47,7 +47,15 @@ private:
 // the plan cache replans it by itself if the schema changes.
 class PreparedStatement {
 public:
-    PreparedStatement(const char* sql, std::initializer_list<Oid> argument_types);
+    // Plans are generic: the plan cache would otherwise replan every call
+    // whose custom plan looks cheaper, which for these statements is all.
+    // `Planning::per_call` is for statements that take large arrays (a
+    // batch of thousands of jobs): a generic plan guesses 10 elements, and
+    // with a queue's statistics out of date can join them to the queue's
+    // jobs in quadratic time; planned with the array at hand, it cannot.
+    enum class Planning { generic, per_call };
+    PreparedStatement(const char* sql, std::initializer_list<Oid> argument_types,
+                      Planning planning = Planning::generic);
 
     // Runs it (read-write, fresh snapshot) and returns its rows.
     Rows execute(const Datum* values, const char* nulls);
@@ -56,6 +64,7 @@ public:
 private:
     const char* sql_;
     std::vector<Oid> argument_types_;
+    Planning planning_;
     SPIPlanPtr plan_ = nullptr;
 };
 

@@ -18,6 +18,12 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
+// Batches larger than this (a claim or completion of thousands) are
+// planned with their arrays at hand (PreparedStatement::Planning::per_call):
+// the planning costs little next to them, and a generic plan can join them
+// quadratically when a queue's statistics are out of date.
+constexpr size_t kLargeBatch = 256;
+
 // Parameters $1..$3 of a statement fenced by the token.
 template <int N>
 Params<N> token_params(const FencingToken& token) {
@@ -94,48 +100,52 @@ PreparedStatement insert_batch(
 // jobs. The job row is only read: removing the ready row is all a claim
 // writes to WAL. The queue is named in every reference to a job table, so
 // the statement can be routed by queue.
-PreparedStatement claim_statement(
-    "WITH picked AS ("
-    "  SELECT * FROM unnest($7::bigint[], $8::int[], $9::timestamptz[]) AS p(id, priority, run_at)),"
-    // A ready row's key is its job's own priority and run_at; a row that
-    // does not match (none should) is used up without handing the job out.
-    " claimed AS ("
-    "  SELECT j.id, j.attempt + 1 AS attempt"
-    "    FROM wf.job j JOIN picked ON j.queue = $1 AND j.id = picked.id"
-    "     AND j.priority = picked.priority AND j.run_at = picked.run_at"
-    "   WHERE j.status = 'pending'),"
-    " owned AS ("
-    "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at,"
-    "                        worker, owner_pid, started_at)"
-    "  SELECT $1, id, attempt, $3, $5, $6 + $5, $2, $4, $6 FROM claimed"
-    // A row some earlier attempt left behind is replaced; one of this
-    // attempt is never: the claim row is what makes an attempt number
-    // one owner's, and a job it would hand out twice is not handed out.
-    "  ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt,"
-    "     owner_session = excluded.owner_session, lease = excluded.lease,"
-    "     lease_expires_at = excluded.lease_expires_at, worker = excluded.worker,"
-    "     owner_pid = excluded.owner_pid, started_at = excluded.started_at"
-    "   WHERE wf.claim.attempt < excluded.attempt"
-    "  RETURNING id, attempt)"
-    // The jobs are read again by key (the same snapshot): joining the two
-    // CTEs instead would compare every claimed row with every owned one.
-    // The first kClaimColumns columns are wf_claim's result, in its order.
-    " SELECT j.id, o.attempt, j.queue, j.payload, j.workflow_id, j.step_name, j.priority,"
-    "        j.max_attempts, j.idempotency_key,"
-    // The results of the jobs it depended on, keyed by step name (or id).
-    "        CASE WHEN j.depends_on IS NOT NULL THEN"
-    "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text),"
-    "                                   coalesce(p.result, 'null'))"
-    "             FROM wf.job p WHERE p.id = ANY (j.depends_on)) END AS inputs,"
-    "        $6 + $5 AS lease_expires_at,"
-    // Checkpoints of earlier attempts (a first claim has none to look for).
-    "        CASE WHEN o.attempt > 1 THEN"
-    "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))"
-    "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = j.id) END AS checkpoints,"
-    "        j.events, j.run_at AS ready_run_at"
-    "   FROM owned o JOIN wf.job j ON j.queue = $1 AND j.id = o.id",
-    {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID, INT8ARRAYOID,
-     INT4ARRAYOID, TIMESTAMPTZARRAYOID});
+#define WF_CLAIM_SQL \
+    "WITH picked AS (" \
+    "  SELECT * FROM unnest($7::bigint[], $8::int[], $9::timestamptz[]) AS p(id, priority, run_at))," \
+    /* A ready row's key is its job's own priority and run_at; a row that */ \
+    /* does not match (none should) is used up without handing the job out. */ \
+    " claimed AS (" \
+    "  SELECT j.id, j.attempt + 1 AS attempt" \
+    "    FROM wf.job j JOIN picked ON j.queue = $1 AND j.id = picked.id" \
+    "     AND j.priority = picked.priority AND j.run_at = picked.run_at" \
+    "   WHERE j.status = 'pending')," \
+    " owned AS (" \
+    "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at," \
+    "                        worker, owner_pid, started_at)" \
+    "  SELECT $1, id, attempt, $3, $5, $6 + $5, $2, $4, $6 FROM claimed" \
+    /* A row some earlier attempt left behind is replaced; one of this */ \
+    /* attempt is never: the claim row is what makes an attempt number */ \
+    /* one owner's, and a job it would hand out twice is not handed out. */ \
+    "  ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt," \
+    "     owner_session = excluded.owner_session, lease = excluded.lease," \
+    "     lease_expires_at = excluded.lease_expires_at, worker = excluded.worker," \
+    "     owner_pid = excluded.owner_pid, started_at = excluded.started_at" \
+    "   WHERE wf.claim.attempt < excluded.attempt" \
+    "  RETURNING id, attempt)" \
+    /* The jobs are read again by key (the same snapshot): joining the two */ \
+    /* CTEs instead would compare every claimed row with every owned one. */ \
+    /* The first kClaimColumns columns are wf_claim's result, in its order. */ \
+    " SELECT j.id, o.attempt, j.queue, j.payload, j.workflow_id, j.step_name, j.priority," \
+    "        j.max_attempts, j.idempotency_key," \
+    /* The results of the jobs it depended on, keyed by step name (or id). */ \
+    "        CASE WHEN j.depends_on IS NOT NULL THEN" \
+    "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text)," \
+    "                                   coalesce(p.result, 'null'))" \
+    "             FROM wf.job p WHERE p.id = ANY (j.depends_on)) END AS inputs," \
+    "        $6 + $5 AS lease_expires_at," \
+    /* Checkpoints of earlier attempts (a first claim has none to look for). */ \
+    "        CASE WHEN o.attempt > 1 THEN" \
+    "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))" \
+    "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = j.id) END AS checkpoints," \
+    "        j.events, j.run_at AS ready_run_at" \
+    "   FROM owned o JOIN wf.job j ON j.queue = $1 AND j.id = o.id"
+#define WF_CLAIM_TYPES \
+    {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID, INT8ARRAYOID, \
+     INT4ARRAYOID, TIMESTAMPTZARRAYOID}
+PreparedStatement claim_statement(WF_CLAIM_SQL, WF_CLAIM_TYPES);
+PreparedStatement claim_statement_large(WF_CLAIM_SQL, WF_CLAIM_TYPES,
+                                        PreparedStatement::Planning::per_call);
 
 PreparedStatement count_running_statement(
     "SELECT count(*) AS running FROM wf.claim c JOIN wf.job j ON j.queue = $1 AND j.id = c.id"
@@ -178,28 +188,32 @@ PreparedStatement complete_one(
 // finds its claim through the claim table's key: the lateral subquery is
 // kept apart (OFFSET 0) so that the planner cannot turn it into a scan of
 // every claim of the queue joined to the input.
-PreparedStatement complete_many(
-    "WITH input AS ("
-    "  SELECT t.id, t.attempt, t.result, c.started_at, c.worker"
-    "    FROM unnest($2::bigint[], $3::int[], $4::jsonb[]) AS t(id, attempt, result),"
-    "         LATERAL (SELECT c.started_at, c.worker FROM wf.claim c"
-    "                   WHERE c.queue = $1 AND c.id = t.id AND c.attempt = t.attempt"
-    "                  OFFSET 0) AS c),"
-    " finished AS ("
-    " UPDATE wf.job j"
-    "   SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END,"
-    "       attempt = i.attempt, started_at = i.started_at, worker = i.worker,"
-    "       result = CASE WHEN j.cancel_requested THEN j.result ELSE i.result END,"
-    "       finished_at = now(),"
-    "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
-    "                         ELSE j.last_error END"
-    "  FROM input i"
-    " WHERE j.queue = $1 AND j.id = i.id AND " WF_SQL_ROW_RUNS("j", "i.attempt")
-    " RETURNING j.id, j.status, j.has_dependents),"
-    " released AS (DELETE FROM wf.claim c"
-    "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))"
-    " SELECT id, status, has_dependents FROM finished",
-    {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
+#define WF_COMPLETE_MANY_SQL \
+    "WITH input AS (" \
+    "  SELECT t.id, t.attempt, t.result, c.started_at, c.worker" \
+    "    FROM unnest($2::bigint[], $3::int[], $4::jsonb[]) AS t(id, attempt, result)," \
+    "         LATERAL (SELECT c.started_at, c.worker FROM wf.claim c" \
+    "                   WHERE c.queue = $1 AND c.id = t.id AND c.attempt = t.attempt" \
+    "                  OFFSET 0) AS c)," \
+    " finished AS (" \
+    " UPDATE wf.job j" \
+    "   SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END," \
+    "       attempt = i.attempt, started_at = i.started_at, worker = i.worker," \
+    "       result = CASE WHEN j.cancel_requested THEN j.result ELSE i.result END," \
+    "       finished_at = now()," \
+    "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'" \
+    "                         ELSE j.last_error END" \
+    "  FROM input i" \
+    " WHERE j.queue = $1 AND j.id = i.id AND " WF_SQL_ROW_RUNS("j", "i.attempt") \
+    " RETURNING j.id, j.status, j.has_dependents)," \
+    " released AS (DELETE FROM wf.claim c" \
+    "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))" \
+    " SELECT id, status, has_dependents FROM finished"
+PreparedStatement complete_many(WF_COMPLETE_MANY_SQL,
+                                {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
+PreparedStatement complete_many_large(WF_COMPLETE_MANY_SQL,
+                                      {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID},
+                                      PreparedStatement::Planning::per_call);
 
 PreparedStatement read_for_fail(
     "SELECT c.attempt, j.max_attempts, j.cancel_requested,"
@@ -570,7 +584,9 @@ std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int lim
     p.set(6, datum_array(ids, no_nulls, INT8OID));
     p.set(7, datum_array(priorities, no_nulls, INT4OID));
     p.set(8, datum_array(run_ats, no_nulls, TIMESTAMPTZOID));
-    Rows claimed = claim_statement.execute(p.values, p.nulls);
+    PreparedStatement& statement =
+        ready.size() > kLargeBatch ? claim_statement_large : claim_statement;
+    Rows claimed = statement.execute(p.values, p.nulls);
     if (claimed.empty()) {
         // An empty claim in a long wait: nothing to keep until SPI_finish.
         claimed.free();
@@ -649,13 +665,14 @@ bool complete_job(const FencingToken& token, std::optional<Datum> result, bool* 
 }
 
 std::vector<int64> complete_jobs(Datum queue, Datum ids, Datum attempts,
-                                 std::optional<Datum> results) {
+                                 std::optional<Datum> results, size_t count) {
     Params<4> p;
     p.set(0, queue);
     p.set(1, ids);
     p.set(2, attempts);
     p.set_or_null(3, !results, results.value_or(0));
-    Rows finished = complete_many.execute(p.values, p.nulls);
+    Rows finished = (count > kLargeBatch ? complete_many_large : complete_many)
+                        .execute(p.values, p.nulls);
     std::vector<int64> done, cancelled, parents_done;
     for (uint64 r = 0; r < finished.size(); r++) {
         int64 id = finished.int64_at(r, "id");

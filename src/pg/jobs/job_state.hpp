@@ -175,8 +175,10 @@ bool heartbeat(const FencingToken& token, const Interval* extend);
 // Completes the attempt; false for a stale token. *done: it ended done (not
 // cancelled by a request while it ran). Releases or cancels dependents.
 bool complete_job(const FencingToken& token, std::optional<Datum> result, bool* done = nullptr);
-// The same for many attempts of one queue; the ids that ended done.
-std::vector<int64> complete_jobs(Datum queue, Datum ids, Datum attempts, std::optional<Datum> results);
+// The same for many attempts of one queue (`count` of them); the ids that
+// ended done.
+std::vector<int64> complete_jobs(Datum queue, Datum ids, Datum attempts,
+                                 std::optional<Datum> results, size_t count);
 // Fails the attempt: retried after `retry_in_seconds` (none: the queue's
 // backoff), failed when spent or permanent, cancelled when requested.
 // Returns the new status, or nullptr for a stale token.
