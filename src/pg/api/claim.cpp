@@ -9,6 +9,12 @@
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
 
+// From libpq/libpq.h (PostgreSQL 15), which cannot be included without the
+// GSSAPI headers: the wait set of the client connection.
+extern "C" PGDLLIMPORT WaitEventSet* FeBeWaitSet;
+constexpr int FeBeWaitSetSocketPos = 0;
+constexpr int FeBeWaitSetNEvents = 3;
+
 namespace wf::pg {
 namespace {
 
@@ -87,6 +93,31 @@ std::vector<ClaimedJob> claim_releasing_locks(const ClaimRequest& req) {
     // Committing the subtransaction keeps its SPI results (the rows' datums).
     end_subtransaction(!jobs.empty());
     return jobs;
+}
+
+// Plain C (inside call()): sleeps until the latch is set or `timeout_ms`
+// passes, watching the client's socket too (the wait set of the client
+// connection, as pq_check_connection does): a client that is gone
+// (killed, its network lost) ends the wait and the session at once, as its
+// next query would, instead of leaving a claimer that waits for nobody.
+void wait_for_latch_or_lost_client(long timeout_ms) {
+    if (FeBeWaitSet == nullptr) {  // not a client backend
+        WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms,
+                  PG_WAIT_EXTENSION);
+        return;
+    }
+    ModifyWaitEvent(FeBeWaitSet, FeBeWaitSetSocketPos, WL_SOCKET_CLOSED, nullptr);
+    WaitEvent events[FeBeWaitSetNEvents];
+    int n = WaitEventSetWait(FeBeWaitSet, timeout_ms, events, FeBeWaitSetNEvents,
+                             PG_WAIT_EXTENSION);
+    for (int i = 0; i < n; i++) {
+        if (events[i].events & WL_POSTMASTER_DEATH) proc_exit(1);
+        if (events[i].events & WL_SOCKET_CLOSED) {
+            // CHECK_FOR_INTERRUPTS ends the session (FATAL 08006).
+            ClientConnectionLost = true;
+            InterruptPending = true;
+        }
+    }
 }
 
 // Registered as a waiter for as long as it lives, also when an error (a
@@ -169,8 +200,7 @@ WF_SQL_FUNCTION(wf_claim) {
             if (due >= 0) timeout = std::min(timeout, due);
             if (!shared_memory_ready()) timeout = std::min(timeout, kPollWithoutSharedMemoryMs);
             call([&] {
-                WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
-                          PG_WAIT_EXTENSION);
+                wait_for_latch_or_lost_client(timeout);
                 ResetLatch(MyLatch);
                 CHECK_FOR_INTERRUPTS();
                 // A wf_configure_queue that woke us (unpaused) sent an invalidation.
