@@ -14,7 +14,7 @@ if ! has postgresql-server-dev-15; then
     if [ -n "$server_version" ]; then need+=("postgresql-server-dev-15=$server_version")
     else need+=(postgresql-server-dev-15); fi
 fi
-for pkg in nlohmann-json3-dev libgtest-dev libipc-run-perl python3-psycopg g++ make; do
+for pkg in nlohmann-json3-dev libgtest-dev libipc-run-perl python3-psycopg pgbouncer g++ make; do
     has "$pkg" || need+=("$pkg")
 done
 

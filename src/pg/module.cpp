@@ -1,5 +1,6 @@
 // Loading the library: settings, shared memory, the launcher.
 #include "pg/base/args.hpp"
+#include "pg/api/queue_settings.hpp"
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
 #include "pg/runtime/worker_registry.hpp"
@@ -60,6 +61,14 @@ void _PG_init(void) {
         "with their idempotency keys; -1 keeps them forever.",
         &retention_seconds, 7 * 24 * 3600, -1, INT_MAX, PGC_SIGHUP, GUC_UNIT_S, nullptr,
         nullptr, nullptr);
+    DefineCustomIntVariable(
+        "wf.default_lease",
+        "Lease of a claim that names none, in a queue that has none (0: none).",
+        "For clients behind a transaction-mode connection pooler, whose server session "
+        "outlives them: set it for their role or database, so that their jobs come back "
+        "when they stop heartbeating.",
+        &default_lease_ms, 0, 0, 24 * 3600 * 1000, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
+        nullptr);
     DefineCustomIntVariable(
         "wf.max_payload_size", "Largest payload, result or error text of one job.", nullptr,
         &max_payload_size, 1024 * 1024, 1, 256 * 1024 * 1024, PGC_SUSET, GUC_UNIT_BYTE,

@@ -23,6 +23,13 @@ namespace {
 PreparedStatement lock_queue_config(
     "SELECT max_running FROM wf.queue_config WHERE queue = $1 FOR UPDATE", {TEXTOID});
 
+// A lease of `ms` milliseconds.
+Interval interval_from_ms(int ms) {
+    Interval lease{};
+    lease.time = int64{ms} * 1000;
+    return lease;
+}
+
 struct ClaimRequest {
     Datum queue;
     Datum worker;
@@ -43,6 +50,8 @@ int claim_limit(const ClaimRequest& req, ClaimOwner* owner) {
         owner->lease = *req.lease;
     else if (settings.has_lease)
         owner->lease = settings.lease;
+    else if (default_lease_ms > 0)
+        owner->lease = interval_from_ms(default_lease_ms);
     if (settings.paused) return 0;
     if (!settings.has_max_running) return req.max_jobs;
 

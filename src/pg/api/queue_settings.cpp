@@ -16,6 +16,9 @@ extern "C" {
 }
 
 namespace wf::pg {
+
+int default_lease_ms = 0;
+
 namespace {
 
 // NULL keeps the current value; a lease of zero removes the queue's lease.

@@ -18,6 +18,11 @@ struct QueueSettings {
     int32 max_attempts = WF_DEFAULT_MAX_ATTEMPTS;  // of a job enqueued without its own
 };
 
+// GUC wf.default_lease, in ms (0: none): the lease of a claim that names
+// none, in a queue that has none. Set per role or database for clients
+// behind a transaction-mode pooler, whose server session outlives them.
+extern int default_lease_ms;
+
 // Reads through the cache; runs inside SPI.
 QueueSettings queue_settings(Datum queue);
 
