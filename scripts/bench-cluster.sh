@@ -89,7 +89,23 @@ EOF
     "$BIN/createdb" -h "$sock" -p "$port" -U postgres bench
     sql -c "CREATE EXTENSION pg_wf"
     sql -f "$bench_src/schema.sql"
+    bench_role_grants
     sql -c "VACUUM ANALYZE counter"
+}
+
+# BENCH_AS=worker: the timed clients run as a role that is no superuser,
+# with the rights a worker and a producer need (wf_grant) and the same
+# privileges on the baseline's tables, so that pg_wf's checks are paid.
+# Default: the superuser postgres, for which pg_wf checks nothing.
+bench_user=postgres
+[ "${BENCH_AS:-postgres}" = worker ] && bench_user=bench_worker
+bench_role_grants() {
+    [ "$bench_user" = postgres ] && return 0
+    sql -c "DO \$\$ BEGIN CREATE ROLE bench_worker LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$"
+    sql -c "SELECT wf_grant('bench_worker', 'produce', '*'), wf_grant('bench_worker', 'work', '*')" \
+        -c "GRANT ALL ON ALL TABLES IN SCHEMA public TO bench_worker" \
+        -c "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO bench_worker" \
+        -c "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO bench_worker" >/dev/null
 }
 
 stop_cluster() {

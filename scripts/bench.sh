@@ -20,6 +20,9 @@
 #                   system's PostgreSQL 15, /usr/lib/postgresql/15/bin/pg_config)
 #   BENCH_ROUNDS    measurements of each throughput pair, best kept (2; quick 1)
 #   BENCH_KEEP=1    leave the cluster running afterwards
+#   BENCH_AS=worker the timed clients run as a role that is no superuser,
+#                   granted produce and work (pg_wf's checks are paid);
+#                   default: the superuser postgres
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,7 +84,7 @@ count_status() {  # SIDE QUEUE STATUS
 PGB_OUT="$work/pgbench.out"
 pgb() {
     local c=$1; shift
-    if ! "$BIN/pgbench" -n -M prepared -h "$sock" -p "$port" -U postgres -c "$c" -j "$c" "$@" "$db" >"$PGB_OUT" 2>&1; then
+    if ! "$BIN/pgbench" -n -M prepared -h "$sock" -p "$port" -U "$bench_user" -c "$c" -j "$c" "$@" "$db" >"$PGB_OUT" 2>&1; then
         log "pgbench failed: $*"; tail -n 15 "$PGB_OUT" >&2; echo "0 0"; return
     fi
     if grep -q "aborted" "$PGB_OUT"; then log "pgbench: a client aborted: $*"; grep -m3 -i "error" "$PGB_OUT" >&2 || true; fi
@@ -222,6 +225,7 @@ db=bench_empty
 "$BIN/createdb" -h "$sock" -p "$port" -U postgres "$db"
 sql -c "CREATE EXTENSION pg_wf"
 sql -f "$bench_src/schema.sql"
+bench_role_grants
 bench_pristine
 db=bench
 # pg_wf's history is made through its API (bulk enqueue, claims of 10,000,
@@ -507,7 +511,7 @@ fi
     echo "# pg_wf benchmark"
     echo
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, PostgreSQL $(sql -c 'SHOW server_version'), pg_wf $(sql -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'") at $(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$repo" && git diff --quiet HEAD -- src sql 2>/dev/null || echo ' + local changes')."
-    echo "fsync=on, synchronous_commit=on, shared_buffers=256MB; pgbench -M prepared, ${T}s per run; throughput pairs (sections 1-3) best of $ROUNDS, sides alternating; $([ "$quick" = 1 ] && echo 'QUICK run' || echo 'full run')."
+    echo "fsync=on, synchronous_commit=on, shared_buffers=256MB; pgbench -M prepared as role $bench_user, ${T}s per run; throughput pairs (sections 1-3) best of $ROUNDS, sides alternating; $([ "$quick" = 1 ] && echo 'QUICK run' || echo 'full run')."
     echo "A job = claim (one commit) + complete (another). Ratio = pg_wf / baseline of the same run."
     echo
     $PY "$bench_src/table.py" "$rows"

@@ -94,6 +94,29 @@ SELECT status, attempt, payload FROM wf.jobs WHERE id = :globex;
 SELECT paused FROM wf.queue_config WHERE queue = 'acme.mail';
 SELECT count(*) AS events FROM wf.event WHERE name LIKE 'globex%';
 
+-- Operate and administer are checked per queue too: holding them on acme's
+-- queues opens the functions, not globex's jobs or settings.
+SET ROLE sec_admin;
+SELECT wf_grant('sec_producer', 'operate', 'acme.*');
+RESET ROLE;
+SET ROLE sec_producer;
+SELECT try_sql('SELECT wf_cancel(''globex.mail'', ' || :globex || ')') AS cancel_other;
+SELECT try_sql('SELECT wf_retry(''globex.mail'', ' || :globex || ')') AS retry_other;
+SELECT wf_cancel('acme.mail', :acme) AS cancel_own_done_job;
+RESET ROLE;
+SET ROLE sec_admin;
+SELECT try_sql($$SELECT wf_configure_queue('globex.mail', paused => true)$$) AS configure_other;
+SELECT try_sql($$SELECT wf_schedule('sec_tick', '0 0 * * *', 'globex.mail')$$) AS schedule_other;
+SELECT try_sql($$SELECT wf_sweep()$$) AS sweep_without_star;
+SELECT try_sql($$SELECT wf_recover_lost_claims()$$) AS recover_without_star;
+SELECT wf_configure_queue('acme.mail', max_attempts => 4);
+SELECT wf_schedule('sec_tick', '0 0 * * *', 'acme.cron') IS NOT NULL AS scheduled;
+SELECT name, queue FROM wf.schedules;
+SELECT wf_unschedule('sec_tick') AS unscheduled;
+SELECT wf_revoke('sec_producer', 'operate', 'acme.*');
+RESET ROLE;
+SELECT max_attempts, paused FROM wf.queue_config WHERE queue = 'globex.mail';
+
 -- Revoked, a right is gone at once, and EXECUTE with it once no grant of
 -- the role needs the function.
 SET ROLE sec_admin;

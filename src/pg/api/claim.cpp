@@ -9,6 +9,14 @@
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
 
+extern "C" {
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+#include "parser/parsetree.h"
+#include "tcop/pquery.h"
+#include "utils/portal.h"
+}
+
 // From libpq/libpq.h (PostgreSQL 15), which cannot be included without the
 // GSSAPI headers: the wait set of the client connection.
 extern "C" PGDLLIMPORT WaitEventSet* FeBeWaitSet;
@@ -129,6 +137,34 @@ void wait_for_latch_or_lost_client(long timeout_ms) {
     }
 }
 
+// Plain C (inside call()): whether this claim's wait may stop holding back
+// vacuum. The statement that called wf_claim holds a snapshot for as long
+// as it runs, and with it the session's xmin: a wait of minutes would keep
+// every row that died meanwhile, in every table. The claim itself takes a
+// new snapshot for each try, so the statement's snapshot matters only to
+// what the statement reads after wf_claim returns. When that is nothing --
+// `SELECT <columns> FROM wf_claim(...)` in READ COMMITTED, no other
+// snapshot registered (no open cursor) -- the xmin is let go for the wait;
+// the next try's snapshot sets it again. Any other shape keeps it.
+bool statement_reads_nothing_else() {
+    if (IsolationUsesXactSnapshot() || ActivePortal == nullptr) return false;
+    if (list_length(ActivePortal->stmts) != 1) return false;
+    PlannedStmt* stmt = linitial_node(PlannedStmt, ActivePortal->stmts);
+    if (stmt->commandType != CMD_SELECT || stmt->subplans != NIL ||
+        list_length(stmt->rtable) != 1 || stmt->planTree == nullptr ||
+        !IsA(stmt->planTree, FunctionScan) || stmt->planTree->qual != NIL ||
+        stmt->planTree->initPlan != NIL)
+        return false;
+    if (rt_fetch(1, stmt->rtable)->rtekind != RTE_FUNCTION) return false;
+    ListCell* cell;
+    foreach (cell, stmt->planTree->targetlist) {
+        Expr* expr = lfirst_node(TargetEntry, cell)->expr;
+        if (!IsA(expr, Var) && !IsA(expr, Const)) return false;
+    }
+    InvalidateCatalogSnapshot();
+    return ThereAreNoPriorRegisteredSnapshots();
+}
+
 // Registered as a waiter for as long as it lives, also when an error (a
 // cancelled query) unwinds the wait.
 class WaitRegistration {
@@ -209,6 +245,7 @@ WF_SQL_FUNCTION(wf_claim) {
             if (due >= 0) timeout = std::min(timeout, due);
             if (!shared_memory_ready()) timeout = std::min(timeout, kPollWithoutSharedMemoryMs);
             call([&] {
+                if (statement_reads_nothing_else()) MyProc->xmin = InvalidTransactionId;
                 wait_for_latch_or_lost_client(timeout);
                 ResetLatch(MyLatch);
                 CHECK_FOR_INTERRUPTS();

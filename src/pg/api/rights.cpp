@@ -207,30 +207,24 @@ void require_right(Capability capability, std::string_view queue) {
 using namespace wf;
 using namespace wf::pg;
 
-// wf._visible(queue) -> boolean: whether the reader of a view holds any
-// right on the queue. Called once per row: superusers and cached answers
-// need no statement.
-WF_SQL_FUNCTION(wf_visible) {
-    if (PG_ARGISNULL(0)) PG_RETURN_BOOL(false);
+namespace {
+// Whether the reader of a view (GetUserId(): views run functions as their
+// reader) holds `capability` (none: any) on the queue in argument 0.
+// Called once per row: superusers and cached answers need no statement.
+bool reader_holds(FunctionCallInfo fcinfo, std::optional<Capability> capability) {
+    if (PG_ARGISNULL(0)) return false;
     std::string_view queue = text_arg(fcinfo, 0, "queue");
     Oid reader = GetUserId();
-    if (std::optional<bool> known = known_right(reader, std::nullopt, queue))
-        PG_RETURN_BOOL(*known);
-    bool visible = with_job_tables([&] { return has_right(reader, std::nullopt, queue); });
-    PG_RETURN_BOOL(visible);
+    if (std::optional<bool> known = known_right(reader, capability, queue)) return *known;
+    return with_job_tables([&] { return has_right(reader, capability, queue); });
 }
+}  // namespace
+
+// wf._visible(queue) -> boolean: whether the reader holds any right on it.
+WF_SQL_FUNCTION(wf_visible) { PG_RETURN_BOOL(reader_holds(fcinfo, std::nullopt)); }
 
 // wf._administers(queues) -> boolean: whether the reader administers them.
-WF_SQL_FUNCTION(wf_administers) {
-    if (PG_ARGISNULL(0)) PG_RETURN_BOOL(false);
-    std::string_view queues = text_arg(fcinfo, 0, "queues");
-    Oid reader = GetUserId();
-    if (std::optional<bool> known = known_right(reader, Capability::administer, queues))
-        PG_RETURN_BOOL(*known);
-    bool administers =
-        with_job_tables([&] { return has_right(reader, Capability::administer, queues); });
-    PG_RETURN_BOOL(administers);
-}
+WF_SQL_FUNCTION(wf_administers) { PG_RETURN_BOOL(reader_holds(fcinfo, Capability::administer)); }
 
 // wf_grant(role, capability, queues) -> boolean: true if the grant is new.
 WF_SQL_FUNCTION(wf_grant) {
