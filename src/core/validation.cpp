@@ -77,6 +77,15 @@ void validate_positive(std::int64_t value, std::string_view argument) {
                     arg(argument) + " must be positive, not " + std::to_string(value));
 }
 
+void validate_max_attempts(std::int64_t max_attempts) {
+    validate_positive(max_attempts, "max_attempts");
+    if (max_attempts > limits::max_attempts)
+        throw Error(sqlstate::invalid_parameter,
+                    "max_attempts must be at most " + std::to_string(limits::max_attempts),
+                    "Parking a job and retrying it add to its budget of attempts, which must "
+                    "stay within an integer.");
+}
+
 void validate_max_jobs(int max_jobs) {
     validate_positive(max_jobs, "max_jobs");
     if (max_jobs > limits::max_jobs_per_claim)

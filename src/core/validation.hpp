@@ -15,6 +15,9 @@ inline constexpr std::size_t label_bytes = 256;  // worker and step names
 inline constexpr int max_jobs_per_claim = 10000;
 inline constexpr std::size_t max_batch_jobs = 100000;
 inline constexpr std::size_t max_dependencies = 10000;
+// A job's budget of attempts: parking and retries add to it, and it must
+// stay far from the int range.
+inline constexpr std::int64_t max_attempts = 1000000;
 // Every interval argument (leases, backoff, delays, timeouts): longer ones
 // would push a timestamp past its range in some later computation, and no
 // job waits a century. Counted as PostgreSQL counts an interval's years
@@ -32,6 +35,8 @@ inline constexpr const char* kScheduleKeyPrefix = "schedule:";
 void validate_idempotency_key(std::string_view key);
 void validate_positive(std::int64_t value, std::string_view argument);
 void validate_max_jobs(int max_jobs);
+// 1 .. limits::max_attempts (22023).
+void validate_max_attempts(std::int64_t max_attempts);
 void validate_payload_size(std::size_t bytes, std::size_t limit_bytes, std::string_view what);
 void validate_batch_length(std::size_t jobs);
 void validate_dependency_count(std::size_t dependencies);

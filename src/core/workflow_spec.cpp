@@ -429,11 +429,15 @@ void SpecReader::step_value(Field field, Kind k) {
             break;
         case f_max_attempts:
             if (auto v = int_value("max_attempts", k)) {
-                if (*v <= 0)
+                if (*v <= 0 || *v > limits::max_attempts)
                     defer([n = *v](const std::string& where) {
-                        return Error(sqlstate::invalid_parameter, "\"max_attempts\" of " + where +
-                                                                      " must be positive, not " +
-                                                                      std::to_string(n));
+                        return Error(sqlstate::invalid_parameter,
+                                     "\"max_attempts\" of " + where +
+                                         (n <= 0 ? " must be positive, not "
+                                                 : " must be at most " +
+                                                       std::to_string(limits::max_attempts) +
+                                                       ", not ") +
+                                         std::to_string(n));
                     });
                 else
                     step.spec.max_attempts = *v;

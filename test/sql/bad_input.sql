@@ -155,6 +155,13 @@ SELECT * FROM bad_calls(ARRAY[
   $$wf_await_event('bad_q', bad_id('running'), 1, 'bad_ev', timeout => '1000 years')$$
 ]);
 
+-- A budget of attempts is at most 1,000,000 (22023): parking and retrying a
+-- job add to it, and INT_MAX made them overflow (22003).
+SELECT * FROM bad_calls(ARRAY[
+  $$wf_enqueue('bad_q', '{}', max_attempts => 2147483647)$$,
+  $$wf_configure_queue('bad_cfg', max_attempts => 1000001)$$
+]);
+
 -- Idempotency keys of cron ticks are pg_wf's own (22023): a job that took
 -- one first would replace the tick's job, or stall the worker's cron pass.
 SELECT * FROM bad_calls(ARRAY[

@@ -161,3 +161,21 @@ SELECT wf_sweep() >= 0 AS swept;
 SELECT count(*) AS debts_left FROM wf.release_debt;
 SELECT payload->>'n' AS job, status, pending_deps FROM wf.job WHERE queue = 'dep_debt2' ORDER BY id;
 SELECT payload->>'n' AS job, inputs->:'q1' IS NOT NULL AS has_input FROM wf_claim('dep_debt2');
+
+-- A job cancelled by one failed parent, while its other parent failed too:
+-- retrying the first parent leaves it cancelled -- by the second, whose
+-- retry brings it back -- never blocked on a job that does not run again.
+SELECT wf_enqueue('dep_two', '{"n": "a"}') AS a \gset
+SELECT wf_enqueue('dep_two', '{"n": "b"}') AS b \gset
+SELECT wf_enqueue('dep_two', '{"n": "c"}', depends_on => ARRAY[:a, :b]::bigint[]) AS c \gset
+SELECT count(*) AS claimed FROM wf_claim('dep_two', max_jobs => 2);
+SELECT wf_fail('dep_two', :a, 1, 'x', permanent => true) AS a_status;
+SELECT wf_fail('dep_two', :b, 1, 'x', permanent => true) AS b_status;
+SELECT wf_retry('dep_two', :a) AS retried_a;
+SELECT payload->>'n' AS job, status,
+       replace(replace(last_error, :'a', '<a>'), :'b', '<b>') AS last_error
+  FROM wf.jobs WHERE queue = 'dep_two' ORDER BY id;
+SELECT wf_retry('dep_two', :b) AS retried_b;
+SELECT payload->>'n' AS job, status FROM wf.jobs WHERE queue = 'dep_two' ORDER BY id;
+SELECT wf_complete('dep_two', id, attempt) FROM wf_claim('dep_two', max_jobs => 2);
+SELECT payload->>'n' AS job FROM wf_claim('dep_two');

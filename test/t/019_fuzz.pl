@@ -251,16 +251,10 @@ cmp_ok($report->{terminated}{clients}, '>', 0, 'client backends were terminated'
 # arguments), its error, and the client's last calls before it; a hang
 # comes with the sessions that ran long meanwhile (the watchdog's view).
 #
-# KNOWN TO FAIL (found by this fuzzer, pg_wf bugs, not fixed here):
-#  - XX000 "tuple concurrently updated" from wf_grant or wf_revoke: two of
-#    them at once run GRANT/REVOKE EXECUTE on the same function (pg_proc
-#    row) without serialising; most runs of 60 s hit it.
-#  - a hang (57014 after the fuzzer's 20 s statement_timeout) in
-#    wf_complete, wf_fail, wf_checkpoint, ...: the reaper's recovery of
-#    thousands of claims at once (a claim of max_jobs => 10000 whose lease
-#    ran out or whose session was terminated) runs for tens of seconds once
-#    wf.claim was analyzed nearly empty, holding the row locks of the jobs
-#    it recovers.
+# Bugs this fuzzer found, fixed since: XX000 "tuple concurrently updated"
+# from concurrent wf_grant/wf_revoke (they now take turns), and hangs of
+# the calls waiting on the rows of thousands of claims the reaper recovered
+# at once, in a quadratic plan (now linear).
 my @unexpected = @{ $report->{unexpected} };
 is(scalar(@unexpected), 0,
 	'no internal error (XX000, classes XX and 58), lost connection or hang')
@@ -280,17 +274,15 @@ ok( $node->poll_query_until('postgres',
 # The worker settles the releases left to it.
 $node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM wf.release_debt');
 check_invariants('after the fuzz and a sweep');
-# KNOWN TO FAIL at times (a pg_wf bug found by this fuzzer): "d: no blocked
-# job waits for a failed or cancelled one". When a job C depends on A and B
-# and both fail, wf_retry(A) brings C back blocked although B is failed
-# (wf_retry(C) itself would be refused with 55000 for that reason).
+# "no blocked job waits for a failed or cancelled one" caught wf_retry(A)
+# bringing back, blocked, a job whose other parent B had failed too (it is
+# now cancelled again by B; dependencies.sql).
 for my $name (@names)
 {
 	ok(!$broken{$name}, "invariant $name") or diag(join("\n", @{ $broken{$name} }));
 }
 ok(!$broken{'the invariant check ran'}, 'the invariant checks ran')
   or diag($broken{'the invariant check ran'});
-# Fails with the slow recovery of thousands of claims described above.
 is(join("\n", sort keys %left_behind), '',
 	'no claim of a dead session or an expired lease was left for more than 5 s');
 note($node->safe_psql('postgres',

@@ -102,3 +102,11 @@ TEST(Arguments, IntervalsAreBounded) {
     EXPECT_EQ(sqlstate_of([] { validate_interval_seconds(101.0 * 12 * 30 * 86400, "lease", false); }), "22023");
     EXPECT_EQ(sqlstate_of([] { validate_interval_seconds(limits::max_interval_seconds + 1, "backoff_base", false); }), "22023");
 }
+
+TEST(Arguments, MaxAttemptsIsBounded) {
+    EXPECT_EQ(sqlstate_of([] { validate_max_attempts(1); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_max_attempts(limits::max_attempts); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_max_attempts(0); }), "22023");
+    // INT_MAX was accepted, and a snooze or retry of the job then overflowed (22003).
+    EXPECT_EQ(sqlstate_of([] { validate_max_attempts(2147483647); }), "22023");
+}

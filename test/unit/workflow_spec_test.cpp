@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/validation.hpp"
 
 using namespace wf::core;
 using nlohmann::json;
@@ -145,12 +146,20 @@ TEST(WorkflowSpec, IntegerLimitsAreAccepted) {
     json spec = {{"queue", "q"},
                  {"steps",
                   {{{"name", "lo"}, {"priority", INT_MIN}, {"max_attempts", 1}},
-                   {{"name", "hi"}, {"priority", INT_MAX}, {"max_attempts", INT_MAX}}}}};
+                   {{"name", "hi"}, {"priority", INT_MAX}, {"max_attempts", limits::max_attempts}}}}};
     WorkflowSpec w = parse_doc(spec);
     EXPECT_EQ(w.steps[0].priority, INT_MIN);
     EXPECT_EQ(w.steps[0].max_attempts, std::optional<int>(1));
     EXPECT_EQ(w.steps[1].priority, INT_MAX);
-    EXPECT_EQ(w.steps[1].max_attempts, std::optional<int>(INT_MAX));
+    EXPECT_EQ(w.steps[1].max_attempts, std::optional<int>(limits::max_attempts));
+}
+
+// INT_MAX attempts were accepted, and parking or retrying the step then
+// overflowed its budget (22003): at most limits::max_attempts.
+TEST(WorkflowSpec, MaxAttemptsIsBounded) {
+    json spec = {{"queue", "q"},
+                 {"steps", {{{"name", "hi"}, {"max_attempts", INT_MAX}}}}};
+    EXPECT_EQ(failure_of_doc(spec).sqlstate, "22023");
 }
 
 TEST(WorkflowSpec, Chain) {

@@ -42,7 +42,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
     std::string_view queue = queue_arg(fcinfo, 0);
     Datum payload = payload_arg(fcinfo, 1, "payload");
     int32 priority = int32_arg(fcinfo, 3, "priority");
-    if (!PG_ARGISNULL(4)) core::validate_positive(PG_GETARG_INT32(4), "max_attempts");
+    if (!PG_ARGISNULL(4)) core::validate_max_attempts(PG_GETARG_INT32(4));
     if (!PG_ARGISNULL(5)) core::validate_idempotency_key(text_arg(fcinfo, 5, "idempotency_key"));
     if (!PG_ARGISNULL(7)) core::validate_label(text_arg(fcinfo, 7, "step_name"), "step_name");
     if (!PG_ARGISNULL(2) && TIMESTAMP_NOT_FINITE(PG_GETARG_TIMESTAMPTZ(2)))

@@ -116,7 +116,7 @@ using namespace wf::pg;
 //                    max_running, paused) -> void
 WF_SQL_FUNCTION(wf_configure_queue) {
     std::string_view queue = queue_arg(fcinfo, 0);
-    if (!PG_ARGISNULL(1)) core::validate_positive(PG_GETARG_INT32(1), "max_attempts");
+    if (!PG_ARGISNULL(1)) core::validate_max_attempts(PG_GETARG_INT32(1));
     if (!PG_ARGISNULL(2)) interval_arg(fcinfo, 2, "backoff_base", false);
     if (!PG_ARGISNULL(3)) interval_arg(fcinfo, 3, "backoff_max", false);
     if (!PG_ARGISNULL(4)) interval_arg(fcinfo, 4, "lease", true);

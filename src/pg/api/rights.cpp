@@ -47,6 +47,11 @@ PreparedStatement insert_grant(
     " ON CONFLICT DO NOTHING",
     {OIDOID, TEXTOID, TEXTOID, OIDOID});
 
+// Grants and revokes take turns: two GRANT EXECUTE on the same function at
+// once fail ("tuple concurrently updated"), and the EXECUTE a revoke takes
+// back depends on the grants it sees.
+PreparedStatement serialize_grants("LOCK TABLE wf.grant IN SHARE ROW EXCLUSIVE MODE", {});
+
 PreparedStatement delete_grant(
     "DELETE FROM wf.grant WHERE grantee = $1 AND capability = $2 AND queues = $3",
     {OIDOID, TEXTOID, TEXTOID});
@@ -231,6 +236,7 @@ WF_SQL_FUNCTION(wf_grant) {
     GrantArgs args = grant_args(fcinfo);
     bool added = with_job_tables([&] {
         require_right(Capability::administer, args.queues);
+        serialize_grants.execute();
         Params<4> p;
         p.set(0, ObjectIdGetDatum(args.role));
         p.set(1, text_datum(capability_name(args.capability)));
@@ -260,6 +266,7 @@ WF_SQL_FUNCTION(wf_revoke) {
     GrantArgs args = grant_args(fcinfo);
     bool removed = with_job_tables([&] {
         require_right(Capability::administer, args.queues);
+        serialize_grants.execute();
         Params<3> p;
         p.set(0, ObjectIdGetDatum(args.role));
         p.set(1, text_datum(capability_name(args.capability)));

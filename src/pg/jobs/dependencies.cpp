@@ -159,6 +159,12 @@ PreparedStatement restore_cancelled(
     " SELECT id FROM restored",
     {INT8OID});
 
+// The failed or cancelled parents of jobs $1 (each once).
+PreparedStatement dead_parents_of(
+    "SELECT DISTINCT p.id, p.status FROM wf.job j JOIN wf.job p ON p.id = ANY (j.depends_on)"
+    " WHERE j.id = ANY ($1) AND p.status IN ('failed', 'cancelled')",
+    {INT8ARRAYOID});
+
 // Wakes the claimers of the children a release made pending.
 void note_released(const Rows& released) {
     for (uint64 r = 0; r < released.size(); r++)
@@ -276,7 +282,20 @@ void restore_descendants(int64 id) {
     Params<1> r;
     r.set(0, Int64GetDatum(id));
     lock_restored_parents.execute(r.values, r.nulls);
-    restore_cancelled.execute(r.values, r.nulls);
+    std::vector<int64> restored = ids_of(restore_cancelled.execute(r.values, r.nulls));
+    if (restored.empty()) return;
+    // A job restored here may also wait on another parent that failed or
+    // was cancelled: it is cancelled again, by that parent, whose own retry
+    // brings it back (as it brings back the jobs below it).
+    Params<1> p;
+    p.set(0, int8_array(restored));
+    Rows dead = dead_parents_of.execute(p.values, p.nulls);
+    std::vector<int64> failed, cancelled;
+    for (uint64 row = 0; row < dead.size(); row++)
+        (dead.text_at(row, "status") == "failed" ? failed : cancelled)
+            .push_back(dead.int64_at(row, "id"));
+    if (!failed.empty()) cancel_dependents(failed, "failed");
+    if (!cancelled.empty()) cancel_dependents(cancelled, "was cancelled");
 }
 
 }  // namespace wf::pg

@@ -318,7 +318,7 @@ PreparedStatement recover_statement(
     // left open) is skipped, and recovered at a later pass: no user
     // transaction can hold up the recovery of every other job.
     " free AS ("
-    "  SELECT j.queue, j.id FROM wf.job j JOIN lost ON j.queue = lost.queue AND j.id = lost.id"
+    "  SELECT lost.* FROM lost JOIN wf.job j ON j.queue = lost.queue AND j.id = lost.id"
     "   WHERE " WF_SQL_ROW_RUNS_ANY_VERSION("j", "lost.attempt")
     "     FOR NO KEY UPDATE OF j SKIP LOCKED),"
     " recovered AS ("
@@ -332,7 +332,10 @@ PreparedStatement recover_statement(
     "                 ELSE format('worker lost: lease expired at %s during attempt %s',"
     "                             lost.lease_expires_at, lost.attempt) END,"
     "    finished_at = CASE WHEN j.cancel_requested OR lost.attempt >= j.max_attempts THEN $2 END"
-    "   FROM lost JOIN free ON free.queue = lost.queue AND free.id = lost.id"
+    // Each job found by its key from one list: a join of two lists of
+    // thousands of claims (a session that held them died) would compare
+    // every one with every other.
+    "   FROM free lost"
     "  WHERE j.queue = lost.queue AND j.id = lost.id AND "
     WF_SQL_ROW_RUNS_ANY_VERSION("j", "lost.attempt")
     "  RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
@@ -340,8 +343,8 @@ PreparedStatement recover_statement(
     // deleted by hand): otherwise each pass would look at them again.
     " released AS (DELETE FROM wf.claim c USING lost"
     "               WHERE c.queue = lost.queue AND c.id = lost.id AND c.attempt = lost.attempt"
-    "                 AND (EXISTS (SELECT 1 FROM recovered r"
-    "                               WHERE r.queue = c.queue AND r.id = c.id AND r.attempt = c.attempt)"
+    // (A hashed IN, not a correlated EXISTS over the CTE: linear.)
+    "                 AND ((c.queue, c.id, c.attempt) IN (SELECT queue, id, attempt FROM recovered)"
     "                      OR NOT EXISTS (SELECT 1 FROM wf.job j"
     "                                      WHERE j.queue = c.queue AND j.id = c.id"
     "                                        AND " WF_SQL_ROW_RUNS_ANY_VERSION("j", "c.attempt") "))),"
