@@ -485,6 +485,32 @@ row "claim max_jobs=1 from a new queue of 3,000 jobs, before ANALYZE: time" "$st
     "planner statistics predate the queue, as for any freshly bulk-filled queue"
 row "  same claim: jobs it took" "$stale_wf_n" "$stale_base_n" "jobs, should be 1" ""
 
+# The same trap for a batch: 8,000 jobs claimed in one call and completed in
+# one call, from a queue filled after the last ANALYZE. A generic plan that
+# joins the batch to the queue's jobs by a nested loop costs n^2.
+log "9b. claim 8,000 jobs in one call and complete them in one call, from a queue filled after the last ANALYZE"
+stale_batch_run() {  # SIDE: prints "ms jobs_done"
+    local side=$1 out ms
+    reset "$side"; fill "$side" bench 20000; settle; fill "$side" fresh 8000
+    if [ "$side" = wf ]; then
+        out=$(sql -c '\timing on' -c "CREATE TEMP TABLE c AS SELECT id, attempt FROM wf_claim('fresh', max_jobs => 8000)" \
+                  -c "SELECT count(*) FROM wf_complete_many('fresh', (SELECT array_agg(id) FROM c), (SELECT array_agg(attempt) FROM c))")
+    else
+        out=$(sql -c '\timing on' -c "CREATE TEMP TABLE c AS WITH t AS (UPDATE baseline_jobs SET status = 'running', attempts = attempts + 1
+                     WHERE id IN (SELECT id FROM baseline_jobs WHERE status = 'pending' AND queue = 'fresh' AND run_at <= now()
+                                  ORDER BY priority DESC, run_at, id FOR UPDATE SKIP LOCKED LIMIT 8000)
+                     RETURNING id) SELECT id FROM t" \
+                  -c "WITH d AS (UPDATE baseline_jobs SET status = 'done' WHERE id = ANY ((SELECT array_agg(id) FROM c)) RETURNING 1) SELECT count(*) FROM d")
+    fi
+    ms=$(echo "$out" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | awk '{ s += $1 } END { printf "%.1f", s }')
+    echo "$ms $(echo "$out" | grep -E '^[0-9]+$' | tail -1)"
+}
+read -r batch_wf_ms batch_wf_n <<<"$(stale_batch_run wf)"
+read -r batch_base_ms batch_base_n <<<"$(stale_batch_run base)"
+log "  pg_wf ${batch_wf_ms} ms, completed $batch_wf_n; baseline ${batch_base_ms} ms, completed $batch_base_n"
+row "claim + complete 8,000 jobs in 2 calls from a new queue, before ANALYZE: time" "$batch_wf_ms" "$batch_base_ms" "ms, lower is better" \
+    "wf_claim(max_jobs 8000) + wf_complete_many vs UPDATE ... IN (SKIP LOCKED LIMIT 8000) + UPDATE ... = ANY; $batch_wf_n / $batch_base_n completed"
+
 fi
 
 # ---------------------------------------------------------------- 10. CPU per job

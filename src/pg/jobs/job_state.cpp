@@ -106,10 +106,13 @@ PreparedStatement insert_batch(
     /* A ready row's key is its job's own priority and run_at; a row that */ \
     /* does not match (none should) is used up without handing the job out. */ \
     " claimed AS (" \
-    "  SELECT j.id, j.attempt + 1 AS attempt" \
-    "    FROM wf.job j JOIN picked ON j.queue = $1 AND j.id = picked.id" \
-    "     AND j.priority = picked.priority AND j.run_at = picked.run_at" \
-    "   WHERE j.status = 'pending')," \
+    /* Each job looked up by its key, one by one (OFFSET 0 keeps the lookup */ \
+    /* apart): whatever the statistics say of the queue, a batch of n costs */ \
+    /* n index probes, never n times the queue's jobs. */ \
+    "  SELECT x.id, x.attempt + 1 AS attempt" \
+    "    FROM picked, LATERAL (SELECT j.id, j.attempt FROM wf.job j" \
+    "     WHERE j.queue = $1 AND j.id = picked.id AND j.priority = picked.priority" \
+    "       AND j.run_at = picked.run_at AND j.status = 'pending' OFFSET 0) AS x)," \
     " owned AS (" \
     "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at," \
     "                        worker, owner_pid, started_at)" \
@@ -139,7 +142,7 @@ PreparedStatement insert_batch(
     "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))" \
     "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = j.id) END AS checkpoints," \
     "        j.events, j.run_at AS ready_run_at" \
-    "   FROM owned o JOIN wf.job j ON j.queue = $1 AND j.id = o.id"
+    "   FROM owned o, LATERAL (SELECT * FROM wf.job j WHERE j.queue = $1 AND j.id = o.id OFFSET 0) AS j"
 #define WF_CLAIM_TYPES \
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID, INT8ARRAYOID, \
      INT4ARRAYOID, TIMESTAMPTZARRAYOID}
@@ -204,7 +207,8 @@ PreparedStatement complete_one(
     "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'" \
     "                         ELSE j.last_error END" \
     "  FROM input i" \
-    " WHERE j.queue = $1 AND j.id = i.id AND " WF_SQL_ROW_RUNS("j", "i.attempt") \
+    " WHERE j.queue = $1 AND j.id = i.id AND j.id = ANY ($2)" /* see WF_CLAIM_SQL */ \
+    "   AND " WF_SQL_ROW_RUNS("j", "i.attempt") \
     " RETURNING j.id, j.status, j.has_dependents)," \
     " released AS (DELETE FROM wf.claim c" \
     "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))" \
