@@ -180,6 +180,29 @@ ok(defined wait_status_epoch($watcher, 'pl_stop', [$sid], 'pending', 30), 'and s
 is($node->safe_psql('app', $runs), '0', 'the attached trigger never ran');
 is($node->safe_psql('app', $superuser), 'f', 'the database owner is still not superuser');
 
+# ---- a schedule fires with the rights of the role that made it, checked at each tick ----
+$node->safe_psql('app', q{
+CREATE ROLE sched_owner;
+SELECT wf_grant('sched_owner', 'administer', 'pl_s.*');
+SET ROLE sched_owner;
+SELECT wf_schedule('pl_s_tick', '* * * * *', 'pl_s.q');
+RESET ROLE;
+UPDATE wf.schedule SET next_run_at = pg_catalog.now() - interval '1 minute' WHERE name = 'pl_s_tick';
+});
+ok($node->poll_query_until('app', "SELECT count(*) = 1 FROM wf.jobs WHERE queue = 'pl_s.q'"),
+	'a schedule fires while its owner may produce in its queue');
+$node->safe_psql('app', q{
+SELECT wf_revoke('sched_owner', 'administer', 'pl_s.*');
+UPDATE wf.schedule SET next_run_at = pg_catalog.now() - interval '1 minute' WHERE name = 'pl_s_tick';
+});
+ok($node->wait_for_log(qr/schedule "pl_s_tick" skipped a tick: its owner may not produce in queue "pl_s.q"/),
+	'once its owner lost the right, its tick is skipped, with a warning');
+ok( $node->poll_query_until('app',
+		"SELECT next_run_at > pg_catalog.now() FROM wf.schedule WHERE name = 'pl_s_tick'"),
+	'and the schedule moved on');
+is($node->safe_psql('app', "SELECT count(*) FROM wf.jobs WHERE queue = 'pl_s.q'"), '1',
+	'without a job');
+
 # ---- an open transaction holding a running job's row stalls no other recovery ----
 $node->safe_psql('app', "SELECT wf_enqueue('px', '{}') FROM generate_series(1, 2)");
 my $w1 = $node->background_psql('app');
