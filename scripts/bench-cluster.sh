@@ -104,8 +104,7 @@ bench_role_grants() {
     sql -c "DO \$\$ BEGIN CREATE ROLE bench_worker LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$"
     sql -c "SELECT wf_grant('bench_worker', 'produce', '*'), wf_grant('bench_worker', 'work', '*')" \
         -c "GRANT ALL ON ALL TABLES IN SCHEMA public TO bench_worker" \
-        -c "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO bench_worker" \
-        -c "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO bench_worker" >/dev/null
+        -c "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO bench_worker" >/dev/null
 }
 
 stop_cluster() {

@@ -97,8 +97,15 @@ Capability capability_opening(const std::string& function) {
 
 std::unordered_map<std::string, bool> cache;
 bool callbacks_registered = false;
+Oid grant_relid = InvalidOid;  // wf.grant, once looked up
 
-void forget_rights(Datum, Oid) { cache.clear(); }
+// wf_grant and wf_revoke invalidate wf.grant's relcache entry; an
+// invalidation of any other relation (a VACUUM anywhere) changes no right.
+void forget_rights(Datum, Oid relid) {
+    if (relid != InvalidOid && grant_relid != InvalidOid && relid != grant_relid) return;
+    cache.clear();
+    grant_relid = InvalidOid;
+}
 void forget_rights_on_syscache(Datum, int, uint32) { cache.clear(); }
 
 std::string cache_key(Oid role, std::optional<Capability> capability, std::string_view queue) {
@@ -115,13 +122,18 @@ std::optional<bool> known_right(Oid role, std::optional<Capability> capability,
     if (privileged || role == pg_wf_owner()) return true;
     if (!callbacks_registered) {
         call([] {
-            // wf_grant and wf_revoke invalidate wf.grant's relcache entry;
-            // GRANT/REVOKE of role membership and ALTER ROLE change these.
+            // GRANT/REVOKE of role membership and ALTER ROLE change rights too.
             CacheRegisterRelcacheCallback(forget_rights, 0);
             CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_rights_on_syscache, 0);
             CacheRegisterSyscacheCallback(AUTHOID, forget_rights_on_syscache, 0);
         });
         callbacks_registered = true;
+    }
+    if (!OidIsValid(grant_relid)) {
+        // Answers are kept only while an invalidation can reach them.
+        cache.clear();
+        grant_relid = call([] { return get_relname_relid("grant", get_namespace_oid("wf", false)); });
+        return std::nullopt;
     }
     if (auto it = cache.find(cache_key(role, capability, queue)); it != cache.end())
         return it->second;
@@ -129,8 +141,7 @@ std::optional<bool> known_right(Oid role, std::optional<Capability> capability,
 }
 
 void forget_all_rights() {
-    Oid schema = call([] { return get_namespace_oid("wf", false); });
-    Oid grants = call([&] { return get_relname_relid("grant", schema); });
+    Oid grants = call([] { return get_relname_relid("grant", get_namespace_oid("wf", false)); });
     if (OidIsValid(grants)) call([&] { CacheInvalidateRelcacheByRelid(grants); });
 }
 
@@ -165,6 +176,16 @@ GrantArgs grant_args(FunctionCallInfo fcinfo) {
         throw core::Error("42704", "role with OID " + std::to_string(args.role) + " does not exist");
     args.role_name = role_name;
     return args;
+}
+
+// The key of a grant, parameters $1..$3: (grantee, capability, queues).
+template <int N>
+Params<N> grant_key(const GrantArgs& args) {
+    Params<N> p;
+    p.set(0, ObjectIdGetDatum(args.role));
+    p.set(1, text_datum(capability_name(args.capability)));
+    p.set(2, text_datum(args.queues));
+    return p;
 }
 
 }  // namespace
@@ -237,10 +258,7 @@ WF_SQL_FUNCTION(wf_grant) {
     bool added = with_job_tables([&] {
         require_right(Capability::administer, args.queues);
         serialize_grants.execute();
-        Params<4> p;
-        p.set(0, ObjectIdGetDatum(args.role));
-        p.set(1, text_datum(capability_name(args.capability)));
-        p.set(2, text_datum(args.queues));
+        Params<4> p = grant_key<4>(args);
         p.set(3, ObjectIdGetDatum(RunAsOwner::caller()));
         bool is_new = insert_grant.execute(p.values, p.nulls).size() == 1;
         Params<3> f;
@@ -267,10 +285,7 @@ WF_SQL_FUNCTION(wf_revoke) {
     bool removed = with_job_tables([&] {
         require_right(Capability::administer, args.queues);
         serialize_grants.execute();
-        Params<3> p;
-        p.set(0, ObjectIdGetDatum(args.role));
-        p.set(1, text_datum(capability_name(args.capability)));
-        p.set(2, text_datum(args.queues));
+        Params<3> p = grant_key<3>(args);
         bool was = delete_grant.execute(p.values, p.nulls).size() == 1;
         // Each function the revoked capability opened goes, unless another
         // grant of the role opens it too (its own capability, or administer).

@@ -18,10 +18,11 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-// Batches larger than this (a claim or completion of thousands) are
-// planned with their arrays at hand (PreparedStatement::Planning::per_call):
-// the planning costs little next to them, and a generic plan can join them
-// quadratically when a queue's statistics are out of date.
+// Completions of more than this many jobs are planned with their arrays at
+// hand (PreparedStatement::Planning::per_call): the planning costs little
+// next to them, and a generic plan can join them to the queue's jobs
+// quadratically when the queue's statistics are out of date. (A claim
+// needs no such plan: it looks each job up by key, WF_CLAIM_SQL.)
 constexpr size_t kLargeBatch = 256;
 
 // Parameters $1..$3 of a statement fenced by the token.
@@ -147,8 +148,6 @@ PreparedStatement insert_batch(
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID, INT8ARRAYOID, \
      INT4ARRAYOID, TIMESTAMPTZARRAYOID}
 PreparedStatement claim_statement(WF_CLAIM_SQL, WF_CLAIM_TYPES);
-PreparedStatement claim_statement_large(WF_CLAIM_SQL, WF_CLAIM_TYPES,
-                                        PreparedStatement::Planning::per_call);
 
 PreparedStatement count_running_statement(
     "SELECT count(*) AS running FROM wf.claim c JOIN wf.job j ON j.queue = $1 AND j.id = c.id"
@@ -207,7 +206,7 @@ PreparedStatement complete_one(
     "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'" \
     "                         ELSE j.last_error END" \
     "  FROM input i" \
-    " WHERE j.queue = $1 AND j.id = i.id AND j.id = ANY ($2)" /* see WF_CLAIM_SQL */ \
+    " WHERE j.queue = $1 AND j.id = i.id AND j.id = ANY ($2)" /* an estimate of the batch */ \
     "   AND " WF_SQL_ROW_RUNS("j", "i.attempt") \
     " RETURNING j.id, j.status, j.has_dependents)," \
     " released AS (DELETE FROM wf.claim c" \
@@ -591,9 +590,7 @@ std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int lim
     p.set(6, datum_array(ids, no_nulls, INT8OID));
     p.set(7, datum_array(priorities, no_nulls, INT4OID));
     p.set(8, datum_array(run_ats, no_nulls, TIMESTAMPTZOID));
-    PreparedStatement& statement =
-        ready.size() > kLargeBatch ? claim_statement_large : claim_statement;
-    Rows claimed = statement.execute(p.values, p.nulls);
+    Rows claimed = claim_statement.execute(p.values, p.nulls);
     if (claimed.empty()) {
         // An empty claim in a long wait: nothing to keep until SPI_finish.
         claimed.free();

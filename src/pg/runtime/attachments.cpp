@@ -118,7 +118,8 @@ bool has_row_for(Oid catalog, Oid index, AttrNumber column, Oid relid, bool skip
 
 }  // namespace
 
-const char* find_attachment() {
+const char* find_attachment(Oid* relations, int capacity, int* count) {
+    *count = 0;
     Oid schema = get_namespace_oid("wf", true);
     if (!OidIsValid(schema)) return nullptr;
     // Every table of the schema: row security, triggers, rules. (The flags
@@ -133,6 +134,10 @@ const char* find_attachment() {
     HeapTuple tuple;
     while (what == nullptr && HeapTupleIsValid(tuple = systable_getnext(scan))) {
         Form_pg_class rel = reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple));
+        if (*count >= 0 && *count < capacity)
+            relations[(*count)++] = rel->oid;
+        else
+            *count = -1;
         if (rel->relkind != RELKIND_RELATION && rel->relkind != RELKIND_PARTITIONED_TABLE) continue;
         const char* kind = nullptr;
         if (rel->relrowsecurity)

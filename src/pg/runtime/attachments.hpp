@@ -12,7 +12,9 @@ namespace wf::pg {
 
 // Plain C (run inside call()): the first thing attached to a table in
 // schema wf, described ("trigger t on wf.job"), or nullptr if none. Reads
-// the catalogs: callers cache the answer until a relcache invalidation.
-const char* find_attachment();
+// the catalogs: callers cache the answer until a relcache invalidation of
+// one of the schema's relations, which it lists in `relations` (up to
+// `capacity`; *count is -1 when they are more).
+const char* find_attachment(Oid* relations, int capacity, int* count);
 
 }  // namespace wf::pg

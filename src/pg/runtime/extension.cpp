@@ -29,10 +29,22 @@ Oid known_owner = InvalidOid;  // of schema wf, while known_current
 std::string attachment;  // what stopped pg_wf, for the message
 bool callbacks_registered = false;
 
-// An ALTER EXTENSION, DROP or CREATE EXTENSION changes relations (relcache
-// invalidations) or functions (pg_proc invalidations); pg_extension itself
-// has no syscache that could tell us.
-void forget_version(Datum, Oid) { known_current = false; }
+// The relations of schema wf, while known_current: an invalidation of any
+// other relation (a VACUUM anywhere sends one) changes nothing here.
+constexpr int kMaxWatched = 128;
+Oid watched[kMaxWatched];
+int watched_count = -1;  // -1: watch every relation
+
+// An ALTER EXTENSION, DROP or CREATE EXTENSION changes pg_wf's relations
+// (relcache invalidations) or functions (pg_proc invalidations);
+// pg_extension itself has no syscache that could tell us. Attaching a
+// trigger, a rule or row security invalidates the table's relcache entry.
+// Runs inside invalidation processing: reads, no catalog access.
+void forget_version(Datum, Oid relid) {
+    bool ours = relid == InvalidOid || watched_count < 0 ||
+                std::find(watched, watched + watched_count, relid) != watched + watched_count;
+    if (ours) known_current = false;
+}
 void forget_version_on_syscache(Datum, int, uint32) { known_current = false; }
 
 // "1.12" -> {1, 12}; anything unparsable sorts first.
@@ -89,9 +101,7 @@ SchemaState read_schema_state() {
     auto v = parse_version(version);
     if (v < parse_version(WF_OLDEST_SCHEMA_VERSION)) return SchemaState::older;
     if (v > parse_version(WF_SCHEMA_VERSION)) return SchemaState::newer;
-    // CREATE TRIGGER, CREATE RULE, row security: each sends a relcache
-    // invalidation of its table, which makes this look again.
-    const char* what = call([] { return find_attachment(); });
+    const char* what = call([] { return find_attachment(watched, kMaxWatched, &watched_count); });
     if (what != nullptr) {
         attachment = what;
         return SchemaState::attached;
@@ -102,8 +112,6 @@ SchemaState read_schema_state() {
 }
 
 }  // namespace
-
-bool schema_is_current() { return read_schema_state() == SchemaState::current; }
 
 Oid pg_wf_owner() {
     require_current_schema();

@@ -13,12 +13,10 @@
 
 namespace wf::pg {
 
-// Whether pg_wf is created in this database at a version this library
-// serves, with nothing attached to its tables (attachments.hpp). Read from
-// the catalogs and cached per backend until a catalog change (relcache or
-// function invalidation) could have changed it.
-bool schema_is_current();
-// Why not, in words for a log line ("" when it is).
+// Why pg_wf cannot run in this database, in words for a log line ("" when
+// it can: created at a version this library serves, nothing attached to its
+// tables, attachments.hpp). Read from the catalogs and cached per backend
+// until a catalog change that could alter it.
 std::string schema_refusal();
 
 // The role pg_wf's SQL runs as: the owner of schema wf and of every table
