@@ -26,8 +26,10 @@ CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec
 BASE_OBJS    = src/pg/base/guard.o src/pg/base/spi.o src/pg/base/args.o
 RUNTIME_OBJS = src/pg/runtime/extension.o src/pg/runtime/attachments.o src/pg/runtime/run_as.o \
                src/pg/runtime/shared_memory.o \
-               src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o
-JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o
+               src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o \
+               src/pg/runtime/rate_windows.o
+JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o \
+               src/pg/jobs/flow_control.o
 API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/pg/api/operate.o \
                src/pg/api/steps.o src/pg/api/workflow.o src/pg/api/schedule.o \
                src/pg/api/queue_settings.o src/pg/api/rights.o

@@ -45,7 +45,15 @@ CREATE TABLE wf.queue_config (
     lease        interval          CHECK (lease > interval '0'),
     max_running  int               CHECK (max_running > 0),
     paused       boolean  NOT NULL DEFAULT false,
-    updated_at   timestamptz NOT NULL DEFAULT now()
+    updated_at   timestamptz NOT NULL DEFAULT now(),
+    -- Flow control (1.5; src/pg/jobs/flow_control.hpp). NULL or false: off.
+    rate_limit      int      CHECK (rate_limit > 0),       -- claims per rate_period
+    rate_period     interval CHECK (rate_period > interval '0'),
+    key_rate_limit  int      CHECK (key_rate_limit > 0),   -- claims per rate_period per key
+    key_concurrency int      CHECK (key_concurrency > 0),  -- running jobs per key
+    fair            boolean  NOT NULL DEFAULT false,       -- claims rotate over keys
+    ordered         boolean  NOT NULL DEFAULT false,       -- one job per key, in enqueue order
+    max_run_time    interval CHECK (max_run_time > interval '0')
 );
 
 CREATE SEQUENCE wf.job_id_seq;
@@ -101,6 +109,12 @@ CREATE TABLE wf.job (
     -- handed back by its next claims. Last because 1.1 added it: a fresh
     -- install has the columns in the order of an updated one.
     events           jsonb,
+    -- Flow control (1.5), set once: the job's key (a tenant, a customer),
+    -- its dedup key, its longest run and the time it must start by.
+    key              text,
+    dedup_key        text,
+    max_run_time     interval,
+    start_by         timestamptz,
     PRIMARY KEY (queue, id)
 ) WITH (fillfactor = 50);
 ALTER SEQUENCE wf.job_id_seq OWNED BY wf.job.id;
@@ -111,6 +125,12 @@ CREATE UNIQUE INDEX job_idempotency ON wf.job (queue, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 -- workflow_id never changes after insert, so this index keeps completions HOT.
 CREATE INDEX job_workflow ON wf.job (workflow_id) WHERE workflow_id IS NOT NULL;
+-- The jobs of a key in enqueue order: where an ordered group finds its head.
+-- Keys never change, so this index keeps completions HOT too.
+CREATE INDEX job_key ON wf.job (queue, key, id) WHERE key IS NOT NULL;
+-- Jobs with a start-by deadline, for the background worker to fail those
+-- that did not start in time.
+CREATE INDEX job_start_by ON wf.job (start_by) WHERE start_by IS NOT NULL;
 
 -- The ready set: one row per pending job that is not running, in claim
 -- order, keyed by its job's own priority and run_at. A claim deletes rows
@@ -123,10 +143,14 @@ CREATE TABLE wf.ready (
     queue    text        NOT NULL,
     priority int         NOT NULL,
     run_at   timestamptz NOT NULL,
-    id       bigint      NOT NULL
+    id       bigint      NOT NULL,
+    key      text        -- the job's key (1.5)
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
         autovacuum_vacuum_cost_delay = 0);
 CREATE UNIQUE INDEX ready_claim_order ON wf.ready (queue, priority DESC, run_at, id);
+-- The same rows key by key, for claims that go key by key (fair, ordered,
+-- per-key limits): skipping from one key to the next is one index descent.
+CREATE INDEX ready_key_order ON wf.ready (queue, key, priority DESC, run_at, id);
 
 -- The running attempts: who runs each one (the key of the claiming session's
 -- lock, and for people reading wf.jobs its pid and worker name), since when,
@@ -144,9 +168,12 @@ CREATE UNLOGGED TABLE wf.claim (
     worker           text,
     owner_pid        int,
     started_at       timestamptz,
+    key              text,          -- the job's key (1.5), for per-key limits
+    run_deadline     timestamptz,   -- the end of its max_run_time (1.5)
     PRIMARY KEY (queue, id)
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
         autovacuum_vacuum_cost_delay = 0);
+CREATE INDEX claim_key ON wf.claim (queue, key) WHERE key IS NOT NULL;
 INSERT INTO wf.claim VALUES ('', 0, 0, 0);  -- the sentinel: present until a crash
 
 -- Reverse edges of depends_on: completing a parent touches only its children.
@@ -167,6 +194,26 @@ CREATE TABLE wf.release_debt (
     child_id    bigint NOT NULL,
     parent_id   bigint NOT NULL,
     PRIMARY KEY (child_queue, child_id, parent_id)
+);
+
+-- Dedup windows (wf_enqueue's dedup_key): the job that holds a dedup key
+-- while it is active. A row whose job has finished holds nothing: the next
+-- enqueue with that key takes it over, retention removes it.
+CREATE TABLE wf.dedup (
+    queue     text   NOT NULL,
+    dedup_key text   NOT NULL,
+    job_id    bigint NOT NULL,
+    PRIMARY KEY (queue, dedup_key)
+);
+
+-- Ordered groups (wf_configure_queue's ordered): the last job claimed of
+-- each key. The group's head is its first job from there on that has not
+-- ended done or cancelled; only the head may run.
+CREATE TABLE wf.ordered_group (
+    queue   text   NOT NULL,
+    key     text   NOT NULL,
+    head_id bigint NOT NULL,
+    PRIMARY KEY (queue, key)
 );
 
 ------------------------------------------------------------------------------
@@ -263,6 +310,8 @@ SELECT pg_catalog.pg_extension_config_dump('wf.event', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.event_wait', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.schedule', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.grant', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.dedup', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.ordered_group', '');
 
 ------------------------------------------------------------------------------
 -- Views: what users read
@@ -287,7 +336,8 @@ SELECT j.id, j.queue, CASE WHEN c.id IS NULL THEN j.status ELSE 'running' END AS
        j.depends_on, j.last_error, coalesce(c.worker, j.worker) AS worker,
        c.lease_expires_at, j.created_at, coalesce(c.started_at, j.started_at) AS started_at,
        j.finished_at, c.owner_pid, j.cancel_requested,
-       w.event AS waiting_for, j.events
+       w.event AS waiting_for, j.events, j.key, j.dedup_key, j.max_run_time, j.start_by,
+       c.run_deadline
   FROM wf.job j
   LEFT JOIN wf.claim c ON j.status = 'pending' AND c.queue = j.queue AND c.id = j.id
                       AND c.attempt = j.attempt + 1
@@ -308,9 +358,20 @@ SELECT j.queue, j.id, j.workflow_id, j.run_at, j.created_at, j.finished_at,
   FROM wf.job j
  WHERE wf._visible(j.queue);
 
+-- What a rate limit leaves of its window now: claims that the queue (key
+-- NULL) or one of its keys may still make (src/pg/runtime/rate_windows.hpp).
+-- NULL without pg_wf in shared_preload_libraries.
+CREATE FUNCTION wf._rate_left(queue text, key text, rate_limit int, rate_period interval)
+RETURNS int AS 'MODULE_PATHNAME', 'wf_rate_left' LANGUAGE C STABLE
+SET search_path = pg_catalog, pg_temp;
+
 -- One row per queue: a configured queue without jobs shows zeros.
+-- rate_left: claims its rate limit still allows in the current window.
 CREATE VIEW wf.queue_stats WITH (security_barrier) AS
-SELECT queue,
+SELECT q.*, CASE WHEN c.rate_limit IS NOT NULL
+                 THEN wf._rate_left(q.queue, NULL, c.rate_limit,
+                                    coalesce(c.rate_period, interval '1 second')) END AS rate_left
+FROM (SELECT queue,
        count(*) FILTER (WHERE status = 'blocked')   AS blocked,
        count(*) FILTER (WHERE status = 'pending')   AS pending,
        count(*) FILTER (WHERE status = 'running')   AS running,
@@ -323,7 +384,50 @@ SELECT queue,
   FROM (SELECT queue, status, run_at FROM wf.job_states
         UNION ALL
         SELECT queue, NULL, NULL FROM wf.queue_config WHERE wf._visible(queue)) AS q
- GROUP BY queue;
+ GROUP BY queue) AS q
+LEFT JOIN wf.queue_config c ON c.queue = q.queue;
+
+-- One row per key of the queues that claim key by key (fair, ordered, or
+-- with per-key limits), for keys with ready or running jobs: what holds
+-- each one back (`throttled`, NULL when nothing does). `head` is an ordered
+-- group's head (the one job of the key that may run) and `head_status` its
+-- status: a failed head blocks its group until wf_retry or wf_cancel.
+CREATE VIEW wf.key_stats WITH (security_barrier) AS
+SELECT k.queue, k.key, k.ready, k.running, c.key_concurrency,
+       CASE WHEN c.key_rate_limit IS NOT NULL
+            THEN wf._rate_left(k.queue, k.key, c.key_rate_limit,
+                               coalesce(c.rate_period, interval '1 second')) END AS rate_left,
+       h.id AS head, h.status AS head_status,
+       CASE WHEN c.ordered AND h.status = 'failed' THEN 'ordered: head failed'
+            WHEN c.ordered AND h.status = 'waiting' THEN 'ordered: head waiting'
+            WHEN c.ordered AND h.status = 'blocked' THEN 'ordered: head blocked'
+            WHEN c.ordered AND k.running > 0 THEN 'ordered: head running'
+            WHEN k.running >= c.key_concurrency THEN 'key_concurrency'
+            WHEN c.key_rate_limit IS NOT NULL
+                 AND wf._rate_left(k.queue, k.key, c.key_rate_limit,
+                                   coalesce(c.rate_period, interval '1 second')) = 0
+              THEN 'key_rate_limit'
+       END AS throttled
+  FROM (SELECT queue, key, count(*) FILTER (WHERE ready) AS ready,
+               count(*) FILTER (WHERE NOT ready) AS running
+          FROM (SELECT r.queue, r.key, true AS ready FROM wf.ready r
+                 WHERE r.key IS NOT NULL AND r.run_at <= now()
+                UNION ALL
+                SELECT c.queue, c.key, false FROM wf.claim c
+                 WHERE c.key IS NOT NULL AND c.queue <> '') AS u
+         WHERE wf._visible(queue)
+         GROUP BY queue, key) AS k
+  JOIN wf.queue_config c ON c.queue = k.queue
+       AND (c.fair OR c.ordered OR c.key_concurrency IS NOT NULL OR c.key_rate_limit IS NOT NULL)
+  LEFT JOIN LATERAL (
+       SELECT j.id, CASE WHEN j.status = 'pending' AND k.running > 0 THEN 'running'
+                         ELSE j.status END AS status
+         FROM wf.job j
+        WHERE c.ordered AND j.queue = k.queue AND j.key = k.key
+          AND j.id >= coalesce((SELECT g.head_id FROM wf.ordered_group g
+                                 WHERE g.queue = k.queue AND g.key = k.key), 0)
+          AND j.status NOT IN ('done', 'cancelled')
+        ORDER BY j.id LIMIT 1) AS h ON true;
 
 -- One row per workflow: steps of one workflow_id, from wf_submit or from
 -- wf_enqueue(workflow_id => ...).
@@ -394,12 +498,16 @@ CREATE FUNCTION wf_enqueue(queue text, payload jsonb DEFAULT '{}',
                            run_at timestamptz DEFAULT NULL, priority int DEFAULT 0,
                            max_attempts int DEFAULT NULL, idempotency_key text DEFAULT NULL,
                            workflow_id uuid DEFAULT NULL, step_name text DEFAULT NULL,
-                           depends_on bigint[] DEFAULT NULL)
+                           depends_on bigint[] DEFAULT NULL, key text DEFAULT NULL,
+                           dedup_key text DEFAULT NULL, on_duplicate text DEFAULT 'keep',
+                           max_run_time interval DEFAULT NULL,
+                           start_by timestamptz DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'wf_enqueue' LANGUAGE C VOLATILE
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 
-CREATE FUNCTION wf_enqueue_batch(queue text, payloads jsonb)
+-- keys: one per payload (or NULL), in the same order.
+CREATE FUNCTION wf_enqueue_batch(queue text, payloads jsonb, keys text[] DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_enqueue_batch' LANGUAGE C VOLATILE
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
@@ -478,7 +586,12 @@ CREATE FUNCTION wf_configure_queue(queue text, max_attempts int DEFAULT NULL,
                                    backoff_base interval DEFAULT NULL,
                                    backoff_max interval DEFAULT NULL,
                                    lease interval DEFAULT NULL, max_running int DEFAULT NULL,
-                                   paused boolean DEFAULT NULL)
+                                   paused boolean DEFAULT NULL, rate_limit int DEFAULT NULL,
+                                   rate_period interval DEFAULT NULL,
+                                   key_rate_limit int DEFAULT NULL,
+                                   key_concurrency int DEFAULT NULL, fair boolean DEFAULT NULL,
+                                   ordered boolean DEFAULT NULL,
+                                   max_run_time interval DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'wf_configure_queue' LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp;
 
@@ -583,19 +696,23 @@ ALTER TABLE wf.event OWNER TO wf_owner;
 ALTER TABLE wf.event_wait OWNER TO wf_owner;
 ALTER TABLE wf.schedule OWNER TO wf_owner;
 ALTER TABLE wf.grant OWNER TO wf_owner;
+ALTER TABLE wf.dedup OWNER TO wf_owner;
+ALTER TABLE wf.ordered_group OWNER TO wf_owner;
 ALTER VIEW wf.jobs OWNER TO wf_owner;
 ALTER VIEW wf.job_states OWNER TO wf_owner;
 ALTER VIEW wf.queue_stats OWNER TO wf_owner;
 ALTER VIEW wf.workflows OWNER TO wf_owner;
 ALTER VIEW wf.schedules OWNER TO wf_owner;
 ALTER VIEW wf.grants OWNER TO wf_owner;
+ALTER VIEW wf.key_stats OWNER TO wf_owner;
 GRANT USAGE ON SCHEMA wf TO PUBLIC;
-GRANT SELECT ON wf.jobs, wf.job_states, wf.queue_stats, wf.workflows, wf.schedules, wf.grants
+GRANT SELECT ON wf.jobs, wf.job_states, wf.queue_stats, wf.key_stats, wf.workflows, wf.schedules, wf.grants
    TO PUBLIC;
 ALTER FUNCTION wf._visible(text) OWNER TO wf_owner;
 ALTER FUNCTION wf._administers(text) OWNER TO wf_owner;
-ALTER FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[]) OWNER TO wf_owner;
-ALTER FUNCTION wf_enqueue_batch(text, jsonb) OWNER TO wf_owner;
+ALTER FUNCTION wf._rate_left(text, text, int, interval) OWNER TO wf_owner;
+ALTER FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz) OWNER TO wf_owner;
+ALTER FUNCTION wf_enqueue_batch(text, jsonb, text[]) OWNER TO wf_owner;
 ALTER FUNCTION wf_claim(text, text, int, interval, interval) OWNER TO wf_owner;
 ALTER FUNCTION wf_complete_and_claim(text, bigint, int, jsonb, text, int, interval) OWNER TO wf_owner;
 ALTER FUNCTION wf_heartbeat(text, bigint, int, interval) OWNER TO wf_owner;
@@ -606,7 +723,7 @@ ALTER FUNCTION wf_retry(text, bigint) OWNER TO wf_owner;
 ALTER FUNCTION wf_cancel(text, bigint) OWNER TO wf_owner;
 ALTER FUNCTION wf_sweep() OWNER TO wf_owner;
 ALTER FUNCTION wf_recover_lost_claims() OWNER TO wf_owner;
-ALTER FUNCTION wf_configure_queue(text, int, interval, interval, interval, int, boolean) OWNER TO wf_owner;
+ALTER FUNCTION wf_configure_queue(text, int, interval, interval, interval, int, boolean, int, interval, int, int, boolean, boolean, interval) OWNER TO wf_owner;
 ALTER FUNCTION wf_submit(jsonb) OWNER TO wf_owner;
 ALTER FUNCTION wf_workflow(uuid) OWNER TO wf_owner;
 ALTER FUNCTION wf_cancel_workflow(uuid) OWNER TO wf_owner;
@@ -618,8 +735,8 @@ ALTER FUNCTION wf_schedule(text, text, text, jsonb) OWNER TO wf_owner;
 ALTER FUNCTION wf_unschedule(text) OWNER TO wf_owner;
 ALTER FUNCTION wf_grant(regrole, text, text) OWNER TO wf_owner;
 ALTER FUNCTION wf_revoke(regrole, text, text) OWNER TO wf_owner;
-REVOKE EXECUTE ON FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[]) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION wf_enqueue_batch(text, jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_enqueue_batch(text, jsonb, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_claim(text, text, int, interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_complete_and_claim(text, bigint, int, jsonb, text, int, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_heartbeat(text, bigint, int, interval) FROM PUBLIC;
@@ -630,7 +747,7 @@ REVOKE EXECUTE ON FUNCTION wf_retry(text, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_cancel(text, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_sweep() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_recover_lost_claims() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION wf_configure_queue(text, int, interval, interval, interval, int, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_configure_queue(text, int, interval, interval, interval, int, boolean, int, interval, int, int, boolean, boolean, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_submit(jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_workflow(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_cancel_workflow(uuid) FROM PUBLIC;

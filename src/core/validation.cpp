@@ -77,6 +77,22 @@ void validate_positive(std::int64_t value, std::string_view argument) {
                     arg(argument) + " must be positive, not " + std::to_string(value));
 }
 
+void validate_not_negative(std::int64_t value, std::string_view argument) {
+    if (value < 0)
+        throw Error(sqlstate::invalid_parameter,
+                    arg(argument) + " must not be negative, not " + std::to_string(value),
+                    {}, "0 removes the limit.");
+}
+
+OnDuplicate parse_on_duplicate(std::string_view value) {
+    if (value == "keep") return OnDuplicate::keep;
+    if (value == "replace") return OnDuplicate::replace;
+    throw Error(sqlstate::invalid_parameter,
+                "on_duplicate must be 'keep' or 'replace', not '" + std::string(value) + "'",
+                {}, "'keep' returns the active job that holds the dedup key; 'replace' also gives "
+                    "it the new payload and run_at while it has not started.");
+}
+
 void validate_max_attempts(std::int64_t max_attempts) {
     validate_positive(max_attempts, "max_attempts");
     if (max_attempts > limits::max_attempts)

@@ -34,6 +34,11 @@ void validate_label(std::string_view value, std::string_view argument, bool may_
 inline constexpr const char* kScheduleKeyPrefix = "schedule:";
 void validate_idempotency_key(std::string_view key);
 void validate_positive(std::int64_t value, std::string_view argument);
+// A limit where 0 means none (22023 below 0).
+void validate_not_negative(std::int64_t value, std::string_view argument);
+// wf_enqueue's on_duplicate: "keep" or "replace" (22023).
+enum class OnDuplicate { keep, replace };
+OnDuplicate parse_on_duplicate(std::string_view value);
 void validate_max_jobs(int max_jobs);
 // 1 .. limits::max_attempts (22023).
 void validate_max_attempts(std::int64_t max_attempts);

@@ -109,7 +109,8 @@ enum Field : unsigned {
     f_max_attempts = 1u << 5,
     f_run_at = 1u << 6,
     f_after = 1u << 7,
-    f_unknown = 1u << 8,
+    f_key = 1u << 8,
+    f_unknown = 1u << 9,
 };
 
 struct KeyName {
@@ -123,6 +124,7 @@ const KeyName step_keys[] = {{"name", f_name},
                              {"priority", f_priority},
                              {"max_attempts", f_max_attempts},
                              {"run_at", f_run_at},
+                             {"key", f_key},
                              {"after", f_after}};
 
 template <std::size_t N>
@@ -442,6 +444,14 @@ void SpecReader::step_value(Field field, Kind k) {
                 else
                     step.spec.max_attempts = *v;
             }
+            break;
+        case f_key:
+            if (k != Kind::string) {
+                defer_wrong_type("key", "a string", k);
+                break;
+            }
+            defer_check([&] { validate_label(*string_, "\"key\" of " + ordinal()); });
+            step.spec.key = *string_;
             break;
         case f_run_at:
             if (k != Kind::string) {

@@ -14,6 +14,7 @@
 //        "priority": 5,                   integer; 0 when absent
 //        "max_attempts": 3,               positive integer; the queue's default when absent
 //        "run_at": "2026-12-01T10:00:00Z",  kept as text: the SQL layer casts it
+//        "key": "customer-42",            the job's key (flow control); none when absent
 //        "after": ["fetch"]}              names of the steps it runs after
 //     ]
 //   }
@@ -60,6 +61,7 @@ struct StepSpec {
     int priority = 0;
     std::optional<int> max_attempts;  // absent: the queue's default
     std::optional<std::string> run_at;
+    std::optional<std::string> key;
     // Indexes into WorkflowSpec::steps of the steps it runs after: ascending,
     // without duplicates, each smaller than the step's own index.
     std::vector<std::size_t> after;

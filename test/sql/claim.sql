@@ -146,11 +146,12 @@ SELECT payload FROM wf_claim('claim_checks');
 -- An error inside a claim that waits under max_running (each attempt runs in
 -- a subtransaction) aborts the caller's transaction like any error: it rolls
 -- back, and the session goes on. Here the queue's lease was set by hand past
--- what a timestamp holds (before any call of this session read the queue's
--- settings), so the claim's lease_expires_at overflows (22008).
+-- what a timestamp holds (after wf_configure_queue's invalidation, before
+-- this session read the queue's settings again), so the claim's
+-- lease_expires_at overflows (22008).
 SELECT wf_configure_queue('claim_sub', max_running => 2);
-SELECT wf_enqueue('claim_sub', '{}', max_attempts => 5) IS NOT NULL AS enqueued;
 UPDATE wf.queue_config SET lease = '178000000 years' WHERE queue = 'claim_sub';
+SELECT wf_enqueue('claim_sub', '{}', max_attempts => 5) IS NOT NULL AS enqueued;
 BEGIN;
 SELECT try_sql($$SELECT id FROM wf_claim('claim_sub', wait => '1 second')$$) AS claim_error;
 SELECT 1 AS still_usable;

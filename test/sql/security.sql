@@ -34,7 +34,7 @@ SELECT grantee, capability, queues, granted_by FROM wf.grants ORDER BY 1, 2, 3;
 RESET ROLE;
 SELECT has_function_privilege('sec_worker', 'wf_claim(text,text,int,interval,interval)', 'EXECUTE')
        AS worker_may_execute,
-       has_function_privilege('sec_worker', 'wf_enqueue(text,jsonb,timestamptz,int,int,text,uuid,text,bigint[])', 'EXECUTE')
+       has_function_privilege('sec_worker', 'wf_enqueue(text,jsonb,timestamptz,int,int,text,uuid,text,bigint[],text,text,text,interval,timestamptz)', 'EXECUTE')
        AS worker_may_enqueue;
 
 -- Another tenant's job, and one of acme's.

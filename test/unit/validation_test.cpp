@@ -58,6 +58,19 @@ TEST(Arguments, PositiveNumbers) {
     EXPECT_EQ(sqlstate_of([] { validate_positive(-5, "max_running"); }), "22023");
 }
 
+TEST(Arguments, LimitsWhereZeroMeansNone) {
+    EXPECT_EQ(sqlstate_of([] { validate_not_negative(0, "rate_limit"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_not_negative(100, "rate_limit"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_not_negative(-1, "key_concurrency"); }), "22023");
+}
+
+TEST(Arguments, OnDuplicate) {
+    EXPECT_EQ(parse_on_duplicate("keep"), OnDuplicate::keep);
+    EXPECT_EQ(parse_on_duplicate("replace"), OnDuplicate::replace);
+    EXPECT_EQ(sqlstate_of([] { parse_on_duplicate("Keep"); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { parse_on_duplicate(""); }), "22023");
+}
+
 TEST(Arguments, MaxJobsIsBounded) {
     EXPECT_EQ(sqlstate_of([] { validate_max_jobs(1); }), "");
     EXPECT_EQ(sqlstate_of([] { validate_max_jobs(limits::max_jobs_per_claim); }), "");

@@ -51,9 +51,9 @@ constexpr long kPollWithoutSharedMemoryMs = 100;
 
 // How many jobs this claim may take (0 when paused or at max_running), and
 // who owns them (the claim's lease, else the queue's).
-int claim_limit(const ClaimRequest& req, ClaimOwner* owner) {
-    QueueSettings settings = queue_settings(req.queue);
+int claim_limit(const ClaimRequest& req, const QueueSettings& settings, ClaimOwner* owner) {
     owner->worker = req.worker;
+    owner->max_run_time = settings.max_run_time;
     if (req.lease)
         owner->lease = *req.lease;
     else if (settings.has_lease)
@@ -65,23 +65,41 @@ int claim_limit(const ClaimRequest& req, ClaimOwner* owner) {
 
     Params<1> q;
     q.set(0, req.queue);
+    // The count is read with the latest snapshot, whatever the isolation
+    // level: the claims it must see committed while this one waited.
     Rows config = lock_queue_config.execute(q.values, q.nulls);
     if (config.empty() || config.is_null(0, "max_running")) return req.max_jobs;
     int64 room = config.int32_at(0, "max_running") - count_running(req.queue);
     return static_cast<int>(std::clamp<int64>(room, 0, req.max_jobs));
 }
 
-std::vector<ClaimedJob> claim_once(const ClaimRequest& req) {
+// One try. *retry_after_ms: when flow control held it back, how soon to
+// try again (-1: wait for a wake-up).
+std::vector<ClaimedJob> claim_once(const ClaimRequest& req, long* retry_after_ms = nullptr) {
+    QueueSettings settings = queue_settings(req.queue);
+    if (settings.flow.rate && !shared_memory_ready())
+        throw core::Error("55000", "rate limits need pg_wf in shared_preload_libraries",
+                          "The windows of rate limits live in pg_wf's shared memory.",
+                          "Add pg_wf to shared_preload_libraries and restart the server, or "
+                          "remove the queue's rate limits.");
     ClaimOwner owner{};
-    int limit = claim_limit(req, &owner);
-    return claim_jobs(req.queue, owner, limit);
+    int limit = claim_limit(req, settings, &owner);
+    return claim_jobs(req.queue, owner, limit, settings.flow.any() ? &settings.flow : nullptr,
+                      retry_after_ms);
+}
+
+// A claim that holds locks until its transaction ends: the queue's settings
+// row (max_running), or the keys it counted (per-key concurrency, ordered
+// groups; flow_control.hpp).
+bool claim_takes_locks(const QueueSettings& settings) {
+    return settings.has_max_running || settings.flow.ordered || settings.flow.key_concurrency > 0;
 }
 
 // A claim under max_running locks the queue's settings row until commit. A
 // waiting claimer would hold it for the whole wait and stall every other
 // claimer of the queue, so each of its attempts runs in a subtransaction
 // that is rolled back (lock released) when it claimed nothing.
-std::vector<ClaimedJob> claim_releasing_locks(const ClaimRequest& req) {
+std::vector<ClaimedJob> claim_releasing_locks(const ClaimRequest& req, long* retry_after_ms) {
     MemoryContext context = CurrentMemoryContext;
     ResourceOwner owner = CurrentResourceOwner;
     call([] { BeginInternalSubTransaction(nullptr); });
@@ -98,7 +116,7 @@ std::vector<ClaimedJob> claim_releasing_locks(const ClaimRequest& req) {
     };
     std::vector<ClaimedJob> jobs;
     try {
-        jobs = claim_once(req);
+        jobs = claim_once(req, retry_after_ms);
     } catch (...) {
         // An error inside (a lease past the end of time, a lock or statement
         // timeout, a cancel) ends the subtransaction here, so the error then
@@ -234,8 +252,12 @@ WF_SQL_FUNCTION(wf_claim) {
             registration.emplace(queue_hash(queue.data(), queue.size()));
             call([] { ResetLatch(MyLatch); });
         }
-        bool limited = registration && queue_settings(req.queue).has_max_running;
-        auto attempt = [&] { return limited ? claim_releasing_locks(req) : claim_once(req); };
+        bool limited = registration && claim_takes_locks(queue_settings(req.queue));
+        long retry_after_ms = -1;
+        auto attempt = [&] {
+            return limited ? claim_releasing_locks(req, &retry_after_ms)
+                           : claim_once(req, &retry_after_ms);
+        };
         std::vector<ClaimedJob> jobs = attempt();
         while (jobs.empty() && registration) {
             long remaining_ms = static_cast<long>((deadline - GetCurrentTimestamp()) / 1000);
@@ -243,6 +265,8 @@ WF_SQL_FUNCTION(wf_claim) {
             long timeout = remaining_ms;
             long due = ms_until_next_due(req.queue);
             if (due >= 0) timeout = std::min(timeout, due);
+            // A rate window refills, or a key another claim held is free.
+            if (retry_after_ms >= 0) timeout = std::min(timeout, std::max(retry_after_ms, 1L));
             if (!shared_memory_ready()) timeout = std::min(timeout, kPollWithoutSharedMemoryMs);
             call([&] {
                 if (statement_reads_nothing_else()) MyProc->xmin = InvalidTransactionId;

@@ -37,7 +37,8 @@ using namespace wf;
 using namespace wf::pg;
 
 // wf_enqueue(queue, payload, run_at, priority, max_attempts, idempotency_key,
-//            workflow_id, step_name, depends_on) -> bigint
+//            workflow_id, step_name, depends_on, key, dedup_key, on_duplicate,
+//            max_run_time, start_by) -> bigint
 WF_SQL_FUNCTION(wf_enqueue) {
     std::string_view queue = queue_arg(fcinfo, 0);
     Datum payload = payload_arg(fcinfo, 1, "payload");
@@ -49,6 +50,25 @@ WF_SQL_FUNCTION(wf_enqueue) {
         throw core::Error(core::sqlstate::invalid_parameter, "run_at must be a finite time",
                           {}, "Pass NULL to run the job as soon as possible.");
     std::vector<int64> dependencies = read_dependencies(fcinfo, 8);
+    if (!PG_ARGISNULL(9)) core::validate_label(text_arg(fcinfo, 9, "key"), "key");
+    if (!PG_ARGISNULL(10)) core::validate_label(text_arg(fcinfo, 10, "dedup_key"), "dedup_key");
+    core::OnDuplicate on_duplicate = PG_ARGISNULL(11)
+                                         ? core::OnDuplicate::keep
+                                         : core::parse_on_duplicate(text_arg(fcinfo, 11, "on_duplicate"));
+    if (on_duplicate != core::OnDuplicate::keep && PG_ARGISNULL(10))
+        throw core::Error(core::sqlstate::invalid_parameter, "on_duplicate needs a dedup_key",
+                          {}, "Pass dedup_key: the key whose active job a duplicate replaces.");
+    if (!PG_ARGISNULL(12)) interval_arg(fcinfo, 12, "max_run_time", false);
+    if (!PG_ARGISNULL(13)) {
+        TimestampTz start_by = PG_GETARG_TIMESTAMPTZ(13);
+        TimestampTz earliest = PG_ARGISNULL(2) ? GetCurrentTransactionStartTimestamp()
+                                               : PG_GETARG_TIMESTAMPTZ(2);
+        if (TIMESTAMP_NOT_FINITE(start_by) || start_by < earliest)
+            throw core::Error(core::sqlstate::invalid_parameter,
+                              "start_by must be a finite time, not before the job may run",
+                              {}, "A job not started by start_by fails; it may start at run_at "
+                                  "(now, when NULL).");
+    }
 
     NewJob job;
     job.queue = PG_GETARG_DATUM(0);
@@ -59,9 +79,30 @@ WF_SQL_FUNCTION(wf_enqueue) {
     job.workflow_id = optional_arg(fcinfo, 6);
     job.step_name = optional_arg(fcinfo, 7);
     job.depends_on = dependencies;
+    job.key = optional_arg(fcinfo, 9);
+    job.dedup_key = optional_arg(fcinfo, 10);
+    job.max_run_time = optional_arg(fcinfo, 12);
+    job.start_by = optional_arg(fcinfo, 13);
 
     int64 id = with_job_tables([&] {
         require_right(Capability::produce, queue);
+        QueueSettings settings = queue_settings(job.queue);
+        if (settings.flow.ordered && !job.key)
+            throw core::Error(core::sqlstate::invalid_parameter,
+                              "queue \"" + std::string(queue) + "\" is ordered: a job needs a key",
+                              "An ordered queue runs the jobs of each key one at a time, in "
+                              "enqueue order.",
+                              "Pass key => the group this job runs in order with.");
+        // A dedup key: an active job that holds it is the answer (and,
+        // with on_duplicate => 'replace', takes the new payload and run_at
+        // while it waits in line); otherwise the new job holds it.
+        if (job.dedup_key) {
+            if (std::optional<int64> holder = lock_dedup_key(job.queue, *job.dedup_key)) {
+                if (on_duplicate == core::OnDuplicate::keep) return *holder;
+                if (replace_ready_job(job.queue, *holder, payload, job.run_at)) return *holder;
+                // It started: the new job is a new one, and holds the key.
+            }
+        }
         DependencyState deps;
         if (!job.depends_on.empty()) deps = lock_dependencies(job.depends_on);
         // A job that waits on others reads their results: the right to
@@ -78,10 +119,10 @@ WF_SQL_FUNCTION(wf_enqueue) {
             job.status = "blocked";
             job.pending_deps = static_cast<int32>(deps.unfinished.size());
         }
-        job.max_attempts = PG_ARGISNULL(4) ? queue_settings(job.queue).max_attempts
-                                           : PG_GETARG_INT32(4);
+        job.max_attempts = PG_ARGISNULL(4) ? settings.max_attempts : PG_GETARG_INT32(4);
         if (std::optional<int64> id = insert_job(job)) {
             add_dependency_edges(deps.not_done, job.queue, *id);
+            if (job.dedup_key) hold_dedup_key(job.queue, *job.dedup_key, *id);
             return *id;
         }
         // The key is taken (ON CONFLICT waited for a racing insert to commit).
@@ -102,7 +143,8 @@ WF_SQL_FUNCTION(wf_enqueue) {
     PG_RETURN_INT64(id);
 }
 
-// wf_enqueue_batch(queue, payloads jsonb array) -> SETOF bigint, in order
+// wf_enqueue_batch(queue, payloads jsonb array, keys text[]) -> SETOF bigint,
+// in order
 WF_SQL_FUNCTION(wf_enqueue_batch) {
     std::string_view queue = queue_arg(fcinfo, 0);
     core::require_not_null(PG_ARGISNULL(1), "payloads");
@@ -131,11 +173,43 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
         }
     });
 
+    // One key (or NULL) per payload.
+    std::optional<Datum> keys = optional_arg(fcinfo, 2);
+    bool every_job_has_a_key = keys.has_value();
+    if (keys) {
+        ArrayType* array = call([&] { return DatumGetArrayTypeP(*keys); });
+        int count = 0;
+        Datum* elements = nullptr;
+        bool* nulls = nullptr;
+        call([&] { deconstruct_array(array, TEXTOID, -1, false, 'i', &elements, &nulls, &count); });
+        if (ARR_NDIM(array) > 1 || count != static_cast<int>(JB_ROOT_COUNT(payloads)))
+            throw core::Error(core::sqlstate::invalid_parameter,
+                              "keys must have one element per payload",
+                              "There are " + std::to_string(JB_ROOT_COUNT(payloads)) +
+                                  " payloads and " + std::to_string(count) + " keys.");
+        for (int i = 0; i < count; i++) {
+            if (nulls[i]) {
+                every_job_has_a_key = false;
+                continue;
+            }
+            text* t = call([&] { return DatumGetTextPP(elements[i]); });
+            core::validate_label(std::string_view(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)), "key");
+        }
+        *keys = PointerGetDatum(array);
+    }
+
     Datum queue_datum = PG_GETARG_DATUM(0);
     std::vector<int64> ids = with_job_tables([&] {
         require_right(Capability::produce, queue);
-        return insert_pending_jobs(queue_datum, PointerGetDatum(payloads),
-                                   queue_settings(queue_datum).max_attempts);
+        QueueSettings settings = queue_settings(queue_datum);
+        if (settings.flow.ordered && !every_job_has_a_key && JB_ROOT_COUNT(payloads) > 0)
+            throw core::Error(core::sqlstate::invalid_parameter,
+                              "queue \"" + std::string(queue) + "\" is ordered: a job needs a key",
+                              "An ordered queue runs the jobs of each key one at a time, in "
+                              "enqueue order.",
+                              "Pass keys => one key per payload.");
+        return insert_pending_jobs(queue_datum, PointerGetDatum(payloads), settings.max_attempts,
+                                   keys);
     });
     return_ids(fcinfo, ids);
     return 0;

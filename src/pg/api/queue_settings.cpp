@@ -7,6 +7,8 @@
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "pg/api/frame.hpp"
+#include "pg/api/rights.hpp"
+#include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 extern "C" {
@@ -22,12 +24,17 @@ int default_lease_ms = 0;
 namespace {
 
 // NULL keeps the current value; a lease of zero removes the queue's lease.
+// Limits of flow control and max_run_time: 0 removes them, as for leases.
 PreparedStatement upsert_config(
     "INSERT INTO wf.queue_config AS c"
-    "       (queue, max_attempts, backoff_base, backoff_max, lease, max_running, paused)"
+    "       (queue, max_attempts, backoff_base, backoff_max, lease, max_running, paused,"
+    "        rate_limit, rate_period, key_rate_limit, key_concurrency, fair, ordered,"
+    "        max_run_time)"
     " VALUES ($1, coalesce($2, " WF_SQL_DEFAULT_MAX_ATTEMPTS "), coalesce($3, '1 second'),"
     "         coalesce($4, greatest(coalesce($3, '1 second'), '1 hour')),"
-    "         nullif($5, '0'), $6, coalesce($7, false))"
+    "         nullif($5, '0'), $6, coalesce($7, false),"
+    "         nullif($8, 0), $9, nullif($10, 0), nullif($11, 0), coalesce($12, false),"
+    "         coalesce($13, false), nullif($14, '0'))"
     " ON CONFLICT (queue) DO UPDATE SET"
     "   max_attempts = coalesce($2, c.max_attempts),"
     "   backoff_base = coalesce($3, c.backoff_base),"
@@ -35,13 +42,26 @@ PreparedStatement upsert_config(
     "   lease = CASE WHEN $5 IS NULL THEN c.lease ELSE nullif($5, '0') END,"
     "   max_running = coalesce($6, c.max_running),"
     "   paused = coalesce($7, c.paused),"
+    "   rate_limit = CASE WHEN $8 IS NULL THEN c.rate_limit ELSE nullif($8, 0) END,"
+    "   rate_period = coalesce($9, c.rate_period),"
+    "   key_rate_limit = CASE WHEN $10 IS NULL THEN c.key_rate_limit ELSE nullif($10, 0) END,"
+    "   key_concurrency = CASE WHEN $11 IS NULL THEN c.key_concurrency ELSE nullif($11, 0) END,"
+    "   fair = coalesce($12, c.fair),"
+    "   ordered = coalesce($13, c.ordered),"
+    "   max_run_time = CASE WHEN $14 IS NULL THEN c.max_run_time ELSE nullif($14, '0') END,"
     "   updated_at = now()"
-    " RETURNING backoff_base <= backoff_max AS backoff_in_order",
-    {TEXTOID, INT4OID, INTERVALOID, INTERVALOID, INTERVALOID, INT4OID, BOOLOID});
+    " RETURNING backoff_base <= backoff_max AS backoff_in_order,"
+    "           NOT (ordered AND coalesce(key_concurrency, 1) > 1) AS ordering_consistent,"
+    "           rate_limit IS NOT NULL OR key_rate_limit IS NOT NULL AS rate_limited",
+    {TEXTOID, INT4OID, INTERVALOID, INTERVALOID, INTERVALOID, INT4OID, BOOLOID, INT4OID,
+     INTERVALOID, INT4OID, INT4OID, BOOLOID, BOOLOID, INTERVALOID});
 
 
 PreparedStatement read_queue_config(
-    "SELECT lease, max_running IS NOT NULL AS has_max_running, paused, max_attempts"
+    "SELECT lease, max_running IS NOT NULL AS has_max_running, paused, max_attempts,"
+    "       rate_limit, key_rate_limit,"
+    "       coalesce(rate_period, '1 second') AS rate_period,"
+    "       key_concurrency, fair, ordered, max_run_time"
     "  FROM wf.queue_config"
     " WHERE queue = $1",
     {TEXTOID});
@@ -93,6 +113,19 @@ QueueSettings queue_settings(Datum queue) {
         settings.has_max_running = config.bool_at(0, "has_max_running");
         settings.paused = config.bool_at(0, "paused");
         settings.max_attempts = config.int32_at(0, "max_attempts");
+        // As wf._rate_left computes it: the window is found by its limit too.
+        int64 period_us = static_cast<int64>(
+            interval_seconds(DatumGetIntervalP(config.datum(0, "rate_period"))) * 1e6);
+        if (!config.is_null(0, "rate_limit"))
+            settings.flow.rate = RateLimit{config.int32_at(0, "rate_limit"), period_us};
+        if (!config.is_null(0, "key_rate_limit"))
+            settings.flow.key_rate = RateLimit{config.int32_at(0, "key_rate_limit"), period_us};
+        if (!config.is_null(0, "key_concurrency"))
+            settings.flow.key_concurrency = config.int32_at(0, "key_concurrency");
+        settings.flow.fair = config.bool_at(0, "fair");
+        settings.flow.ordered = config.bool_at(0, "ordered");
+        if (!config.is_null(0, "max_run_time"))
+            settings.max_run_time = *DatumGetIntervalP(config.datum(0, "max_run_time"));
     }
     // Only a cache that an invalidation can reach is kept, and a bounded one
     // (a backend may see many queue names).
@@ -113,26 +146,64 @@ using namespace wf;
 using namespace wf::pg;
 
 // wf_configure_queue(queue, max_attempts, backoff_base, backoff_max, lease,
-//                    max_running, paused) -> void
+//                    max_running, paused, rate_limit, rate_period,
+//                    key_rate_limit, key_concurrency, fair, ordered,
+//                    max_run_time) -> void
 WF_SQL_FUNCTION(wf_configure_queue) {
+    constexpr int kArgs = 14;
     std::string_view queue = queue_arg(fcinfo, 0);
     if (!PG_ARGISNULL(1)) core::validate_max_attempts(PG_GETARG_INT32(1));
     if (!PG_ARGISNULL(2)) interval_arg(fcinfo, 2, "backoff_base", false);
     if (!PG_ARGISNULL(3)) interval_arg(fcinfo, 3, "backoff_max", false);
     if (!PG_ARGISNULL(4)) interval_arg(fcinfo, 4, "lease", true);
     if (!PG_ARGISNULL(5)) core::validate_positive(PG_GETARG_INT32(5), "max_running");
+    // Limits: 0 removes one; below 0 is an error.
+    if (!PG_ARGISNULL(7)) core::validate_not_negative(PG_GETARG_INT32(7), "rate_limit");
+    if (!PG_ARGISNULL(8)) interval_arg(fcinfo, 8, "rate_period", false);
+    if (!PG_ARGISNULL(9)) core::validate_not_negative(PG_GETARG_INT32(9), "key_rate_limit");
+    if (!PG_ARGISNULL(10)) core::validate_not_negative(PG_GETARG_INT32(10), "key_concurrency");
+    if (!PG_ARGISNULL(13)) interval_arg(fcinfo, 13, "max_run_time", true);
 
     with_job_tables([&] {
         require_right(Capability::administer, queue);
-        Params<7> p;
-        for (int i = 0; i < 7; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));
-        if (!upsert_config.execute(p.values, p.nulls).bool_at(0, "backoff_in_order"))
+        Params<kArgs> p;
+        for (int i = 0; i < kArgs; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));
+        Rows result = upsert_config.execute(p.values, p.nulls);
+        if (!result.bool_at(0, "backoff_in_order"))
             throw core::Error(core::sqlstate::invalid_parameter,
                               "backoff_max must not be less than backoff_base",
                               "The queue would back off from a base above its cap.");
+        if (!result.bool_at(0, "ordering_consistent"))
+            throw core::Error(core::sqlstate::invalid_parameter,
+                              "an ordered queue runs one job per key at a time",
+                              "key_concurrency above 1 contradicts ordered.",
+                              "Set key_concurrency => 0 (or 1), or ordered => false.");
+        // The windows are in shared memory: without it no claim could
+        // count them, and every claim of the queue would fail.
+        if (result.bool_at(0, "rate_limited") && !shared_memory_ready())
+            throw core::Error("55000", "rate limits need pg_wf in shared_preload_libraries",
+                              "The windows of rate limits live in pg_wf's shared memory.",
+                              "Add pg_wf to shared_preload_libraries and restart the server.");
         invalidate_queue_settings();
         // Unpaused, or room under a higher max_running: waiting claimers retry.
         note_queue_ready(queue);
     });
     PG_RETURN_VOID();
+}
+
+// wf._rate_left(queue, key, rate_limit, rate_period) -> int: what the rate
+// window of the queue (key NULL) or of one of its keys allows now; NULL for
+// a queue the reader holds no right on, or without shared memory.
+WF_SQL_FUNCTION(wf_rate_left) {
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(2) || PG_ARGISNULL(3)) PG_RETURN_NULL();
+    std::string_view queue = text_arg(fcinfo, 0, "queue");
+    if (!shared_memory_ready() || !reader_holds_right(std::nullopt, queue)) PG_RETURN_NULL();
+    std::optional<std::string_view> key;
+    if (!PG_ARGISNULL(1)) key = text_arg(fcinfo, 1, "key");
+    int32 limit = PG_GETARG_INT32(2);
+    double seconds = interval_seconds(PG_GETARG_INTERVAL_P(3));
+    if (limit <= 0 || seconds <= 0) PG_RETURN_NULL();
+    RateLimit rate{limit, static_cast<int64>(seconds * 1e6)};
+    int left = rate_left(rate_window_id(queue, key ? &*key : nullptr), rate, GetCurrentTimestamp());
+    PG_RETURN_INT32(left);
 }

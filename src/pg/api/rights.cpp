@@ -239,12 +239,15 @@ namespace {
 // Called once per row: superusers and cached answers need no statement.
 bool reader_holds(FunctionCallInfo fcinfo, std::optional<Capability> capability) {
     if (PG_ARGISNULL(0)) return false;
-    std::string_view queue = text_arg(fcinfo, 0, "queue");
+    return reader_holds_right(capability, text_arg(fcinfo, 0, "queue"));
+}
+}  // namespace
+
+bool wf::pg::reader_holds_right(std::optional<Capability> capability, std::string_view queue) {
     Oid reader = GetUserId();
     if (std::optional<bool> known = known_right(reader, capability, queue)) return *known;
     return with_job_tables([&] { return has_right(reader, capability, queue); });
 }
-}  // namespace
 
 // wf._visible(queue) -> boolean: whether the reader holds any right on it.
 WF_SQL_FUNCTION(wf_visible) { PG_RETURN_BOOL(reader_holds(fcinfo, std::nullopt)); }

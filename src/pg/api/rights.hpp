@@ -40,5 +40,8 @@ bool has_right(Oid role, std::optional<Capability> capability, std::string_view 
 
 // 42501 unless the caller (RunAsOwner::caller) holds it; changes nothing.
 void require_right(Capability capability, std::string_view queue);
+// Whether the current user (outside with_job_tables: the reader of a view)
+// holds `capability` (none: any right) on the queue.
+bool reader_holds_right(std::optional<Capability> capability, std::string_view queue);
 
 }  // namespace wf::pg

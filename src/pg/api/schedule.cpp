@@ -64,7 +64,7 @@ PreparedStatement fire_tick(
     "                          WHERE c.queue = $2), " WF_SQL_DEFAULT_MAX_ATTEMPTS ") AS m) AS budget"
     "  WHERE $7"
     " ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
-    " RETURNING queue, priority, run_at, id),"
+    " RETURNING queue, priority, run_at, id, key),"
     WF_SQL_ENTER_READY("job", "") ","
     " moved AS (UPDATE wf.schedule SET last_run_at = $4, next_run_at = $6,"
     "                  last_job_id = coalesce((SELECT id FROM job), last_job_id)"

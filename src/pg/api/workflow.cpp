@@ -20,11 +20,11 @@ PreparedStatement insert_workflow(
     "WITH wid AS MATERIALIZED (SELECT gen_random_uuid() AS id),"
     " s AS MATERIALIZED ("
     "  SELECT t.n, nextval('wf.job_id_seq') AS id, t.queue, t.step_name, t.payload,"
-    "         t.priority, t.max_attempts, t.run_at, t.pending_deps, t.has_dependents"
+    "         t.priority, t.max_attempts, t.run_at, t.pending_deps, t.has_dependents, t.key"
     "    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[],"
-    "                $6::timestamptz[], $7::int[], $8::bool[]) WITH ORDINALITY"
+    "                $6::timestamptz[], $7::int[], $8::bool[], $13::text[]) WITH ORDINALITY"
     "         AS t(queue, step_name, payload, priority, max_attempts, run_at, pending_deps,"
-    "              has_dependents, n)"
+    "              has_dependents, key, n)"
     "   ORDER BY t.n),"
     " e AS MATERIALIZED ("
     "  SELECT p.id AS parent_id, c.queue AS child_queue, c.id AS child_id"
@@ -35,16 +35,17 @@ PreparedStatement insert_workflow(
     " job AS ("
     "  INSERT INTO wf.job (queue, id, status, payload, run_at, priority, max_attempts,"
     "                      attempt_budget, workflow_id, step_name, depends_on, pending_deps,"
-    "                      has_dependents)"
+    "                      has_dependents, key)"
     "  SELECT s.queue, s.id, CASE WHEN s.pending_deps > 0 THEN 'blocked' ELSE 'pending' END,"
     "         s.payload::jsonb, coalesce(s.run_at, now()), s.priority,"
     "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
     "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
-    "         (SELECT id FROM wid), s.step_name, d.depends_on, s.pending_deps, s.has_dependents"
+    "         (SELECT id FROM wid), s.step_name, d.depends_on, s.pending_deps, s.has_dependents,"
+    "         s.key"
     "    FROM s LEFT JOIN d ON d.child_id = s.id"
     "           LEFT JOIN wf.queue_config c ON c.queue = s.queue"
     "   ORDER BY s.n"
-    "  RETURNING queue, priority, run_at, id, status),"
+    "  RETURNING queue, priority, run_at, id, key, status),"
     " edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
     "           SELECT parent_id, child_queue, child_id FROM e),"
     WF_SQL_ENTER_READY_NEW("job", WF_SQL_IF_PENDING) ","
@@ -53,7 +54,7 @@ PreparedStatement insert_workflow(
     "        ARRAY(SELECT DISTINCT queue FROM job WHERE status = 'pending') AS ready_queues",
     {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
      TIMESTAMPTZARRAYOID, INT4ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTOID,
-     INT4OID});
+     INT4OID, TEXTARRAYOID});
 
 // The workflow's summary row (wf.workflows) and every step, in id order
 // (the submitted order). Timestamps are in the caller's time zone, as
@@ -142,8 +143,8 @@ WF_SQL_FUNCTION(wf_submit) {
 
     size_t n = spec.steps.size();
     std::vector<Datum> queues(n), names(n), payloads(n), priorities(n), max_attempts(n),
-        run_ats(n), pending_deps(n), has_dependents(n);
-    std::vector<bool> no_nulls, max_attempts_null(n), run_at_null(n);
+        run_ats(n), pending_deps(n), has_dependents(n), keys(n);
+    std::vector<bool> no_nulls, max_attempts_null(n), run_at_null(n), key_null(n);
     std::vector<bool> is_parent(n, false);
     std::vector<Datum> edge_parents, edge_children;
     for (size_t i = 0; i < n; i++)
@@ -164,11 +165,13 @@ WF_SQL_FUNCTION(wf_submit) {
         run_ats[i] = step.run_at ? parse_run_at(step) : 0;
         pending_deps[i] = Int32GetDatum(static_cast<int32>(step.after.size()));
         has_dependents[i] = BoolGetDatum(is_parent[i]);
+        key_null[i] = !step.key;
+        keys[i] = step.key ? text_datum(*step.key) : 0;
     }
 
     pg_uuid_t id = with_job_tables([&] {
         for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
-        Params<12> p;
+        Params<13> p;
         p.set(0, datum_array(queues, no_nulls, TEXTOID));
         p.set(1, datum_array(names, no_nulls, TEXTOID));
         p.set(2, datum_array(payloads, no_nulls, TEXTOID));
@@ -181,6 +184,7 @@ WF_SQL_FUNCTION(wf_submit) {
         p.set(9, datum_array(edge_children, no_nulls, INT4OID));
         p.set_or_null(10, !spec.name, spec.name ? text_datum(*spec.name) : 0);
         p.set(11, Int32GetDatum(static_cast<int32>(n)));
+        p.set(12, datum_array(keys, key_null, TEXTOID));
         Rows submitted = insert_workflow.execute(p.values, p.nulls);
 
         // The id outlives SPI: copied out by value.

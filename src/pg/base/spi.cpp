@@ -17,23 +17,37 @@ PreparedStatement::PreparedStatement(const char* sql, std::initializer_list<Oid>
                                      Planning planning)
     : sql_(sql), argument_types_(argument_types), planning_(planning) {}
 
+void PreparedStatement::prepare() {
+    if (plan_ != nullptr) return;
+    int options = planning_ == Planning::generic ? CURSOR_OPT_GENERIC_PLAN
+                                                 : CURSOR_OPT_CUSTOM_PLAN;
+    SPIPlanPtr plan = call([&] {
+        SPIPlanPtr p = SPI_prepare_cursor(sql_, static_cast<int>(argument_types_.size()),
+                                          argument_types_.data(), options);
+        if (p == nullptr)
+            elog(ERROR, "pg_wf: could not prepare statement: %s",
+                 SPI_result_code_string(SPI_result));
+        SPI_keepplan(p);
+        return p;
+    });
+    plan_ = plan;
+}
+
 Rows PreparedStatement::execute(const Datum* values, const char* nulls) {
-    if (plan_ == nullptr) {
-        int options = planning_ == Planning::generic ? CURSOR_OPT_GENERIC_PLAN
-                                                     : CURSOR_OPT_CUSTOM_PLAN;
-        SPIPlanPtr plan = call([&] {
-            SPIPlanPtr p = SPI_prepare_cursor(sql_, static_cast<int>(argument_types_.size()),
-                                              argument_types_.data(), options);
-            if (p == nullptr)
-                elog(ERROR, "pg_wf: could not prepare statement: %s",
-                     SPI_result_code_string(SPI_result));
-            SPI_keepplan(p);
-            return p;
-        });
-        plan_ = plan;
-    }
+    prepare();
     int rc = call([&] {
         return SPI_execute_plan(plan_, const_cast<Datum*>(values), nulls, false, 0);
+    });
+    if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
+    return Rows(SPI_tuptable, SPI_processed);
+}
+
+Rows PreparedStatement::execute_latest(const Datum* values, const char* nulls) {
+    prepare();
+    int rc = call([&] {
+        CommandCounterIncrement();
+        return SPI_execute_snapshot(plan_, const_cast<Datum*>(values), nulls, GetLatestSnapshot(),
+                                    InvalidSnapshot, false, false, 0);
     });
     if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
     return Rows(SPI_tuptable, SPI_processed);

@@ -60,8 +60,12 @@ public:
     // Runs it (read-write, fresh snapshot) and returns its rows.
     Rows execute(const Datum* values, const char* nulls);
     Rows execute() { return execute(nullptr, nullptr); }
+    // Runs it with the latest snapshot, whatever the isolation level: what
+    // a check made under a lock must read (as foreign keys' checks do).
+    Rows execute_latest(const Datum* values, const char* nulls);
 
 private:
+    void prepare();
     const char* sql_;
     std::vector<Oid> argument_types_;
     Planning planning_;

@@ -67,7 +67,7 @@ PreparedStatement defer_releases(
     "                     ELSE c.run_at END" \
     "  FROM d WHERE c.queue = d.child_queue AND c.id = d.child_id AND c.status = 'blocked'" \
     FILTER \
-    " RETURNING c.queue, c.priority, c.run_at, c.id, c.status)," \
+    " RETURNING c.queue, c.priority, c.run_at, c.id, c.key, c.status)," \
     WF_SQL_ENTER_READY("released", WF_SQL_IF_PENDING) \
     " SELECT queue, status FROM released"
 

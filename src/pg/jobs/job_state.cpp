@@ -57,17 +57,18 @@ void note_ready_queues(const Rows& rows, const char* status_column = nullptr) {
     "WITH job AS (" \
     " INSERT INTO wf.job (queue, status, payload, run_at, priority, max_attempts," \
     "                    attempt_budget, idempotency_key, workflow_id, step_name," \
-    "                    depends_on, pending_deps, last_error, cancelled_by, finished_at)" \
+    "                    depends_on, pending_deps, last_error, cancelled_by, finished_at," \
+    "                    key, dedup_key, max_run_time, start_by)" \
     " VALUES ($1, $2, $3, coalesce($4, now()), $5, $6, $6, $7, $8, $9, $10, $11, $12, $13," \
-    "         CASE WHEN $2 = 'cancelled' THEN now() END)" \
+    "         CASE WHEN $2 = 'cancelled' THEN now() END, $14, $15, $16, $17)" \
     ON_KEY_CONFLICT \
-    " RETURNING queue, priority, run_at, id, status)," \
+    " RETURNING queue, priority, run_at, id, key, status)," \
     ENTER_READY("job", WF_SQL_IF_PENDING) \
     " SELECT id FROM job"
 
 #define WF_INSERT_JOB_TYPES \
     {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID, \
-     INT8ARRAYOID, INT4OID, TEXTOID, INT8OID}
+     INT8ARRAYOID, INT4OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID}
 
 PreparedStatement insert_keyed_job(
     WF_INSERT_JOB_SQL(" ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
@@ -85,14 +86,16 @@ PreparedStatement find_by_key(
 
 PreparedStatement insert_batch(
     "WITH job AS ("
-    " INSERT INTO wf.job (queue, status, payload, max_attempts, attempt_budget)"
-    " SELECT $1, 'pending', e.value, $3, $3"
-    "   FROM jsonb_array_elements($2) WITH ORDINALITY AS e(value, n)"
+    " INSERT INTO wf.job (queue, status, payload, max_attempts, attempt_budget, key)"
+    " SELECT $1, 'pending', e.value, $3, $3, e.key"
+    // Each payload with its key ($4 as long as $2, or NULL: no keys).
+    "   FROM ROWS FROM (jsonb_array_elements($2), unnest($4::text[]))"
+    "        WITH ORDINALITY AS e(value, key, n)"
     "  ORDER BY e.n"
-    " RETURNING queue, priority, run_at, id),"
+    " RETURNING queue, priority, run_at, id, key),"
     WF_SQL_ENTER_READY_NEW("job", "")
     " SELECT id FROM job",
-    {TEXTOID, JSONBOID, INT4OID});
+    {TEXTOID, JSONBOID, INT4OID, TEXTARRAYOID});
 
 // ------------------------------------------------------------------ claim
 
@@ -110,23 +113,30 @@ PreparedStatement insert_batch(
     /* Each job looked up by its key, one by one (OFFSET 0 keeps the lookup */ \
     /* apart): whatever the statistics say of the queue, a batch of n costs */ \
     /* n index probes, never n times the queue's jobs. */ \
-    "  SELECT x.id, x.attempt + 1 AS attempt" \
-    "    FROM picked, LATERAL (SELECT j.id, j.attempt FROM wf.job j" \
+    "  SELECT x.id, x.attempt + 1 AS attempt, x.key," \
+    /* Its max run time (the job's, else the queue's $10) ends its lease. */ \
+    "         $6 + coalesce(x.max_run_time, $10) AS run_deadline" \
+    "    FROM picked, LATERAL (SELECT j.id, j.attempt, j.key, j.max_run_time FROM wf.job j" \
     "     WHERE j.queue = $1 AND j.id = picked.id AND j.priority = picked.priority" \
-    "       AND j.run_at = picked.run_at AND j.status = 'pending' OFFSET 0) AS x)," \
+    "       AND j.run_at = picked.run_at AND j.status = 'pending'" \
+    /* A job past its start-by deadline does not start; its ready row is */ \
+    /* used up, and the worker fails it (fail_unstarted_jobs). */ \
+    "       AND (j.start_by IS NULL OR j.attempt > 0 OR j.start_by >= $6) OFFSET 0) AS x)," \
     " owned AS (" \
     "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at," \
-    "                        worker, owner_pid, started_at)" \
-    "  SELECT $1, id, attempt, $3, $5, $6 + $5, $2, $4, $6 FROM claimed" \
+    "                        worker, owner_pid, started_at, key, run_deadline)" \
+    "  SELECT $1, id, attempt, $3, $5, least($6 + $5, run_deadline), $2, $4, $6, key," \
+    "         run_deadline FROM claimed" \
     /* A row some earlier attempt left behind is replaced; one of this */ \
     /* attempt is never: the claim row is what makes an attempt number */ \
     /* one owner's, and a job it would hand out twice is not handed out. */ \
     "  ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt," \
     "     owner_session = excluded.owner_session, lease = excluded.lease," \
     "     lease_expires_at = excluded.lease_expires_at, worker = excluded.worker," \
-    "     owner_pid = excluded.owner_pid, started_at = excluded.started_at" \
+    "     owner_pid = excluded.owner_pid, started_at = excluded.started_at," \
+    "     key = excluded.key, run_deadline = excluded.run_deadline" \
     "   WHERE wf.claim.attempt < excluded.attempt" \
-    "  RETURNING id, attempt)" \
+    "  RETURNING id, attempt, lease_expires_at)" \
     /* The jobs are read again by key (the same snapshot): joining the two */ \
     /* CTEs instead would compare every claimed row with every owned one. */ \
     /* The first kClaimColumns columns are wf_claim's result, in its order. */ \
@@ -137,7 +147,7 @@ PreparedStatement insert_batch(
     "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text)," \
     "                                   coalesce(p.result, 'null'))" \
     "             FROM wf.job p WHERE p.id = ANY (j.depends_on)) END AS inputs," \
-    "        $6 + $5 AS lease_expires_at," \
+    "        o.lease_expires_at," \
     /* Checkpoints of earlier attempts (a first claim has none to look for). */ \
     "        CASE WHEN o.attempt > 1 THEN" \
     "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))" \
@@ -146,7 +156,7 @@ PreparedStatement insert_batch(
     "   FROM owned o, LATERAL (SELECT * FROM wf.job j WHERE j.queue = $1 AND j.id = o.id OFFSET 0) AS j"
 #define WF_CLAIM_TYPES \
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID, INT8ARRAYOID, \
-     INT4ARRAYOID, TIMESTAMPTZARRAYOID}
+     INT4ARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID}
 PreparedStatement claim_statement(WF_CLAIM_SQL, WF_CLAIM_TYPES);
 
 PreparedStatement count_running_statement(
@@ -159,13 +169,18 @@ PreparedStatement next_due(
     "SELECT min(run_at) AS due FROM wf.ready WHERE queue = $1 AND run_at > $2",
     {TEXTOID, TIMESTAMPTZOID});
 
+// A claim past its max run time is over, whatever its lease says: the
+// reaper takes it back at its next pass.
 PreparedStatement read_claim(
-    "SELECT c.lease, j.cancel_requested FROM wf.job j, wf.claim c WHERE " WF_SQL_TOKEN_HOLDS,
+    "SELECT c.lease, j.cancel_requested,"
+    "       coalesce(c.run_deadline <= clock_timestamp(), false) AS overdue"
+    "  FROM wf.job j, wf.claim c WHERE " WF_SQL_TOKEN_HOLDS,
     {TEXTOID, INT8OID, INT4OID});
 
-// Leases live in the unlogged claim table: a renewal writes no WAL.
+// Leases live in the unlogged claim table: a renewal writes no WAL. No
+// lease runs past the end of the attempt's max run time.
 PreparedStatement extend_lease(
-    "UPDATE wf.claim SET lease = $4, lease_expires_at = $5 + $4"
+    "UPDATE wf.claim SET lease = $4, lease_expires_at = least($5 + $4, run_deadline)"
     " WHERE queue = $1 AND id = $2 AND attempt = $3",
     {TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID});
 
@@ -232,7 +247,7 @@ PreparedStatement record_failure(
     " UPDATE wf.job j SET status = $4, last_error = $5,"
     "       run_at = CASE WHEN $4 = 'pending' THEN now() + make_interval(secs => $6) ELSE j.run_at END,"
     "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END," WF_SQL_END_ATTEMPT
-    " RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.attempt, j.status),"
     WF_SQL_END_CLAIM("failed") ","
     WF_SQL_ENTER_READY("failed", WF_SQL_IF_PENDING)
     " SELECT 1",
@@ -257,7 +272,7 @@ PreparedStatement park_pending(
     "                      ELSE coalesce(j.events, '{}') || jsonb_build_object($5::text,"
     "                        jsonb_build_object('status', 'signalled', 'payload', $6::jsonb)) END,"
     WF_SQL_END_ATTEMPT
-    "  RETURNING j.queue, j.priority, j.run_at, j.id),"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key),"
     WF_SQL_END_CLAIM("parked") ","
     WF_SQL_ENTER_READY("parked", "")
     " SELECT 1 FROM parked",
@@ -293,7 +308,7 @@ PreparedStatement wake_parked_jobs(
     "    FROM woken_waits w"
     "   WHERE j.queue = w.queue AND j.id = w.id AND j.attempt = w.attempt"
     "     AND j.status = 'waiting'"
-    "  RETURNING j.queue, j.priority, j.run_at, j.id),"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key),"
     WF_SQL_ENTER_READY("woken", "")
     " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
     {TEXTOID, JSONBOID, TIMESTAMPTZOID});
@@ -314,7 +329,7 @@ PreparedStatement running_owners(
 PreparedStatement recover_statement(
     "WITH lost AS ("
     "  SELECT c.queue, c.id, c.attempt, c.owner_session = ANY($1) AS session_ended,"
-    "         c.lease_expires_at, c.owner_pid, c.worker, c.started_at"
+    "         c.lease_expires_at, c.owner_pid, c.worker, c.started_at, c.run_deadline"
     "    FROM wf.claim c"
     "   WHERE c.queue <> '' AND (c.owner_session = ANY($1) OR c.lease_expires_at < $2)),"
     // A job row another transaction holds (an enqueue that depends on it,
@@ -332,6 +347,9 @@ PreparedStatement recover_statement(
     "    last_error = CASE WHEN lost.session_ended"
     "                 THEN format('worker lost: session (pid %s) ended during attempt %s',"
     "                             lost.owner_pid, lost.attempt)"
+    "                 WHEN lost.run_deadline IS NOT NULL AND lost.lease_expires_at >= lost.run_deadline"
+    "                 THEN format('timed out: attempt %s ran longer than its max_run_time (%s)',"
+    "                             lost.attempt, lost.run_deadline - lost.started_at)"
     "                 ELSE format('worker lost: lease expired at %s during attempt %s',"
     "                             lost.lease_expires_at, lost.attempt) END,"
     "    finished_at = CASE WHEN j.cancel_requested OR lost.attempt >= j.max_attempts THEN $2 END"
@@ -341,7 +359,7 @@ PreparedStatement recover_statement(
     "   FROM free lost"
     "  WHERE j.queue = lost.queue AND j.id = lost.id AND "
     WF_SQL_ROW_RUNS_ANY_VERSION("j", "lost.attempt")
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.attempt, j.status),"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.attempt, j.status),"
     // With the claims recovered go lost ones that hold no job at all (a job
     // deleted by hand): otherwise each pass would look at them again.
     " released AS (DELETE FROM wf.claim c USING lost"
@@ -384,7 +402,7 @@ PreparedStatement recover_orphans(
     "    finished_at = CASE WHEN j.cancel_requested OR o.attempt >= j.max_attempts THEN $1 END"
     "   FROM orphan o"
     "  WHERE j.queue = o.queue AND j.id = o.id AND j.attempt = o.seen AND j.status = o.seen_status"
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.status),"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.status),"
     WF_SQL_ENTER_READY("recovered", WF_SQL_IF_PENDING) ","
     " sentinel AS (INSERT INTO wf.claim VALUES ('', 0, 0, 0) ON CONFLICT DO NOTHING)"
     " SELECT queue, id, status FROM recovered",
@@ -451,7 +469,7 @@ PreparedStatement retry_statement(
     "          FROM wf.job p, wf.job me"
     "         WHERE me.queue = $1 AND me.id = $2 AND p.id = ANY(me.depends_on)) AS u"
     " WHERE j.queue = $1 AND j.id = $2 AND j.status IN ('failed', 'cancelled')"
-    " RETURNING j.queue, j.priority, j.run_at, j.id, j.status)"
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.status)"
     WF_SQL_FORGIVE_DEBTS("retried") ","
     WF_SQL_ENTER_READY("retried", WF_SQL_IF_PENDING)
     " SELECT status FROM retried",
@@ -509,6 +527,85 @@ PreparedStatement mark_workflow_cancelled(
     "UPDATE wf.workflow SET cancelled_at = coalesce(cancelled_at, now()) WHERE id = $1",
     {UUIDOID});
 
+// ------------------------------------------------------------ flow control
+
+// Dedup windows. The key's row is taken (or made) and locked: a racing
+// enqueue with the same key waits here until this one commits. job_id 0:
+// the row is new, and the job about to be inserted will hold it.
+PreparedStatement lock_dedup_slot(
+    "INSERT INTO wf.dedup AS d (queue, dedup_key, job_id) VALUES ($1, $2, 0)"
+    " ON CONFLICT (queue, dedup_key) DO UPDATE SET job_id = d.job_id"
+    " RETURNING d.job_id",
+    {TEXTOID, TEXTOID});
+
+// Read with the latest snapshot: the holder may have been enqueued by the
+// racing transaction this one just waited for.
+PreparedStatement dedup_holder_status(
+    "SELECT status FROM wf.job WHERE queue = $1 AND id = $2", {TEXTOID, INT8OID});
+
+PreparedStatement set_dedup_holder(
+    "UPDATE wf.dedup SET job_id = $3 WHERE queue = $1 AND dedup_key = $2",
+    {TEXTOID, TEXTOID, INT8OID});
+
+// Debounce: the job row first (as wf_cancel), then its ready row, which a
+// claimer may hold (then the job has started and keeps its payload).
+PreparedStatement lock_pending_job(
+    "SELECT 1 FROM wf.job WHERE queue = $1 AND id = $2 AND status = 'pending'"
+    " FOR NO KEY UPDATE",
+    {TEXTOID, INT8OID});
+
+PreparedStatement replace_pending_job(
+    "WITH gone AS ("
+    "  DELETE FROM wf.ready r USING wf.job j"
+    "   WHERE j.queue = $1 AND j.id = $2 AND j.status = 'pending' AND " WF_SQL_READY_ROW_OF("j", "r")
+    "  RETURNING r.id),"
+    " changed AS ("
+    "  UPDATE wf.job j SET payload = $3, run_at = coalesce($4, now())"
+    "   WHERE j.queue = $1 AND j.id IN (SELECT id FROM gone)"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key),"
+    WF_SQL_ENTER_READY("changed", "")
+    " SELECT count(*) AS replaced FROM changed",
+    {TEXTOID, INT8OID, JSONBOID, TIMESTAMPTZOID});
+
+// Start-by deadlines, from the deadline index: jobs that never started
+// (attempt 0), blocked or pending and not running, whose start_by passed.
+// A job whose ready row a claim holds is left to that claim (its check of
+// start_by decides); one another transaction holds is skipped, and the
+// earliest deadline skipped is where the next pass looks from ($2 is the
+// last pass's).
+PreparedStatement fail_unstarted(
+    "WITH candidate AS ("
+    "  SELECT j.queue, j.id, j.start_by FROM wf.job j"
+    "   WHERE j.start_by IS NOT NULL AND j.start_by <= $1 AND j.start_by >= $2"
+    "     AND j.attempt = 0 AND j.status IN ('pending', 'blocked')),"
+    " expired AS ("
+    "  SELECT j.queue, j.id, j.status, j.priority, j.run_at FROM wf.job j, candidate c"
+    "   WHERE j.queue = c.queue AND j.id = c.id AND j.attempt = 0"
+    "     AND j.status IN ('pending', 'blocked') AND NOT " WF_SQL_JOB_RUNNING("j")
+    "     FOR NO KEY UPDATE OF j SKIP LOCKED),"
+    " unready AS ("
+    "  DELETE FROM wf.ready r USING expired e"
+    "   WHERE e.status = 'pending' AND " WF_SQL_READY_ROW_OF("e", "r")
+    "  RETURNING r.queue, r.id),"
+    // Pending ones whose ready row was there and is gone now (a claim took it
+    // meanwhile) have started: left alone.
+    " had_ready AS ("
+    "  SELECT e.queue, e.id FROM expired e"
+    "   WHERE e.status = 'pending' AND EXISTS (SELECT 1 FROM wf.ready r WHERE "
+    WF_SQL_READY_ROW_OF("e", "r") ")),"
+    " failed AS ("
+    "  UPDATE wf.job j SET status = 'failed', finished_at = $1,"
+    "         last_error = format('not started by its start_by deadline (%s)', j.start_by)"
+    "    FROM expired e"
+    "   WHERE j.queue = e.queue AND j.id = e.id"
+    "     AND (e.status = 'blocked' OR (e.queue, e.id) IN (SELECT queue, id FROM unready)"
+    "          OR (e.queue, e.id) NOT IN (SELECT queue, id FROM had_ready))"
+    "  RETURNING j.id)"
+    " SELECT (SELECT array_agg(id) FROM failed) AS failed,"
+    "        (SELECT min(start_by) FROM candidate c"
+    "          WHERE (c.queue, c.id) NOT IN (SELECT queue, id FROM expired)) AS skipped_from",
+    {TIMESTAMPTZOID, TIMESTAMPTZOID});
+
 std::vector<int64> int64_column(const Rows& rows, const char* column) {
     std::vector<int64> v;
     v.reserve(rows.size());
@@ -521,7 +618,7 @@ std::vector<int64> int64_column(const Rows& rows, const char* column) {
 // ---------------------------------------------------------------- enqueue
 
 std::optional<int64> insert_job(const NewJob& job) {
-    Params<13> p;
+    Params<17> p;
     p.set(0, job.queue);
     p.set(1, text_datum(job.status));
     p.set(2, job.payload);
@@ -535,6 +632,10 @@ std::optional<int64> insert_job(const NewJob& job) {
     p.set(10, Int32GetDatum(job.pending_deps));
     p.set_or_null(11, job.last_error.empty(), job.last_error.empty() ? 0 : text_datum(job.last_error));
     p.set_or_null(12, job.cancelled_by == 0, Int64GetDatum(job.cancelled_by));
+    p.set_or_null(13, !job.key, job.key.value_or(0));
+    p.set_or_null(14, !job.dedup_key, job.dedup_key.value_or(0));
+    p.set_or_null(15, !job.max_run_time, job.max_run_time.value_or(0));
+    p.set_or_null(16, !job.start_by, job.start_by.value_or(0));
     PreparedStatement& insert = job.idempotency_key ? insert_keyed_job : insert_unkeyed_job;
     Rows rows = insert.execute(p.values, p.nulls);
     if (rows.empty()) return std::nullopt;
@@ -552,11 +653,13 @@ std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload) 
     return KeyHolder{rows.int64_at(0, "id"), rows.bool_at(0, "same_payload")};
 }
 
-std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts) {
-    Params<3> p;
+std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts,
+                                       std::optional<Datum> keys) {
+    Params<4> p;
     p.set(0, queue);
     p.set(1, payloads);
     p.set(2, Int32GetDatum(max_attempts));
+    p.set_or_null(3, !keys, keys.value_or(0));
     std::vector<int64> ids = int64_column(insert_batch.execute(p.values, p.nulls), "id");
     // Ids come from one sequence in insertion order: sorted is input order.
     std::sort(ids.begin(), ids.end());
@@ -564,13 +667,82 @@ std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_at
     return ids;
 }
 
+// ----------------------------------------------------------- flow control
+
+std::optional<int64> lock_dedup_key(Datum queue, Datum dedup_key) {
+    Params<2> p;
+    p.set(0, queue);
+    p.set(1, dedup_key);
+    int64 holder = lock_dedup_slot.execute(p.values, p.nulls).int64_at(0, "job_id");
+    if (holder == 0) return std::nullopt;
+    p.set(1, Int64GetDatum(holder));
+    Rows job = dedup_holder_status.execute_latest(p.values, p.nulls);
+    if (job.empty()) return std::nullopt;
+    std::string status = job.text_at(0, "status");
+    if (status == "blocked" || status == "pending" || status == "waiting") return holder;
+    return std::nullopt;
+}
+
+void hold_dedup_key(Datum queue, Datum dedup_key, int64 id) {
+    Params<3> p;
+    p.set(0, queue);
+    p.set(1, dedup_key);
+    p.set(2, Int64GetDatum(id));
+    set_dedup_holder.execute(p.values, p.nulls);
+}
+
+bool replace_ready_job(Datum queue, int64 id, Datum payload, std::optional<Datum> run_at) {
+    Params<4> p;
+    p.set(0, queue);
+    p.set(1, Int64GetDatum(id));
+    if (lock_pending_job.execute(p.values, p.nulls).empty()) return false;
+    p.set(2, payload);
+    p.set_or_null(3, !run_at, run_at.value_or(0));
+    if (replace_pending_job.execute(p.values, p.nulls).int64_at(0, "replaced") == 0) return false;
+    note_queue_ready(text_view(queue));
+    return true;
+}
+
+int64 fail_unstarted_jobs(std::vector<int64>* finished) {
+    // Where this backend's last pass left off: deadlines before it were
+    // seen (the first pass of a backend looks at all of them).
+    static TimestampTz look_from = DT_NOBEGIN;
+    TimestampTz now = GetCurrentTimestamp();
+    Params<2> p;
+    p.set(0, TimestampTzGetDatum(now));
+    p.set(1, TimestampTzGetDatum(look_from));
+    Rows rows = fail_unstarted.execute(p.values, p.nulls);
+    look_from = rows.is_null(0, "skipped_from")
+                    ? now
+                    : std::min(now, DatumGetTimestampTz(rows.datum(0, "skipped_from")));
+    if (rows.is_null(0, "failed")) return 0;
+    ArrayType* ids = call([&] { return DatumGetArrayTypeP(rows.datum(0, "failed")); });
+    int count = 0;
+    Datum* elements = nullptr;
+    bool* nulls = nullptr;
+    call([&] { deconstruct_array(ids, INT8OID, 8, true, 'd', &elements, &nulls, &count); });
+    for (int i = 0; i < count; i++) finished->push_back(DatumGetInt64(elements[i]));
+    return count;
+}
+
 // ------------------------------------------------------------------ claim
 
-std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int limit) {
+std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int limit,
+                                   const FlowControl* flow, long* retry_after_ms) {
     std::vector<ClaimedJob> jobs;
+    if (retry_after_ms) *retry_after_ms = -1;
     if (limit <= 0) return jobs;
-    Datum now = clock_now();
-    std::vector<ReadyRow> ready = take_ready_rows(queue, DatumGetTimestampTz(now), limit);
+    Datum now;
+    std::vector<ReadyRow> ready;
+    if (flow && flow->any()) {
+        FlowPick pick = take_with_flow_control(queue, text_view(queue), limit, *flow);
+        now = TimestampTzGetDatum(pick.at);
+        ready = std::move(pick.rows);
+        if (retry_after_ms) *retry_after_ms = pick.retry_after_ms;
+    } else {
+        now = clock_now();
+        ready = take_ready_rows(queue, DatumGetTimestampTz(now), limit);
+    }
     if (ready.empty()) return jobs;
     std::vector<Datum> ids, priorities, run_ats;
     for (const ReadyRow& r : ready) {
@@ -580,7 +752,7 @@ std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int lim
     }
     std::vector<bool> no_nulls(ready.size(), false);
 
-    Params<9> p;
+    Params<10> p;
     p.set(0, queue);
     p.set(1, owner.worker);
     p.set(2, Int64GetDatum(session_owner_key()));
@@ -590,6 +762,8 @@ std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int lim
     p.set(6, datum_array(ids, no_nulls, INT8OID));
     p.set(7, datum_array(priorities, no_nulls, INT4OID));
     p.set(8, datum_array(run_ats, no_nulls, TIMESTAMPTZOID));
+    p.set_or_null(9, !owner.max_run_time,
+                  owner.max_run_time ? IntervalPGetDatum(&*owner.max_run_time) : 0);
     Rows claimed = claim_statement.execute(p.values, p.nulls);
     if (claimed.empty()) {
         // An empty claim in a long wait: nothing to keep until SPI_finish.
@@ -620,7 +794,7 @@ std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int lim
 int64 count_running(Datum queue) {
     Params<1> p;
     p.set(0, queue);
-    return count_running_statement.execute(p.values, p.nulls).int64_at(0, "running");
+    return count_running_statement.execute_latest(p.values, p.nulls).int64_at(0, "running");
 }
 
 long ms_until_next_due(Datum queue) {
@@ -640,7 +814,8 @@ long ms_until_next_due(Datum queue) {
 bool heartbeat(const FencingToken& token, const Interval* extend) {
     Params<5> p = token_params<5>(token);
     Rows claim = read_claim.execute(p.values, p.nulls);
-    if (claim.size() != 1 || claim.bool_at(0, "cancel_requested")) return false;
+    if (claim.size() != 1 || claim.bool_at(0, "cancel_requested") || claim.bool_at(0, "overdue"))
+        return false;
     bool has_lease = !claim.is_null(0, "lease");
     if (!has_lease && extend == nullptr) return true;  // ownership is the session
     p.set(3, extend ? PointerGetDatum(extend) : claim.datum(0, "lease"));

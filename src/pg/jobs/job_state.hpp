@@ -57,6 +57,7 @@
 #include <optional>
 
 #include "pg/base/spi.hpp"
+#include "pg/jobs/flow_control.hpp"
 
 // The default budget of attempts (wf_configure_queue's max_attempts).
 #define WF_DEFAULT_MAX_ATTEMPTS 5
@@ -90,16 +91,16 @@ static_assert(WF_DEFAULT_MAX_ATTEMPTS == 5, "WF_SQL_DEFAULT_MAX_ATTEMPTS says 5"
     " AND EXISTS (SELECT 1 FROM " CHANGED "))"
 
 // A CTE `ready` that gives the jobs of CTE FROM (columns queue, priority,
-// run_at, id and, with the filter, status) their ready rows. The _NEW form
+// run_at, id, key and, with the filter, status) their ready rows. The _NEW form
 // is for jobs just inserted: their new ids cannot conflict, and ON CONFLICT
 // would make every insert a speculative one (an index check and a WAL
 // record more).
 #define WF_SQL_ENTER_READY(FROM, WHERE)                                            \
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"                \
-    " SELECT queue, priority, run_at, id FROM " FROM " " WHERE " ON CONFLICT DO NOTHING)"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id, key)"           \
+    " SELECT queue, priority, run_at, id, key FROM " FROM " " WHERE " ON CONFLICT DO NOTHING)"
 #define WF_SQL_ENTER_READY_NEW(FROM, WHERE)                                        \
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id)"                \
-    " SELECT queue, priority, run_at, id FROM " FROM " " WHERE ")"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id, key)"           \
+    " SELECT queue, priority, run_at, id, key FROM " FROM " " WHERE ")"
 #define WF_SQL_IF_PENDING "WHERE status = 'pending'"
 
 // SQL: ready row R is the one of job row J.
@@ -134,6 +135,9 @@ struct NewJob {
     int32 pending_deps = 0;
     std::string last_error;    // empty: none
     int64 cancelled_by = 0;    // a failed dependency, or 0
+    // Flow control (flow_control.hpp): the job's key, its dedup key, its
+    // longest run and the time it must start by.
+    std::optional<Datum> key, dedup_key, max_run_time, start_by;
 };
 // The new job's id; none when its idempotency key is taken (the insert
 // waited for a racing one to commit).
@@ -144,8 +148,21 @@ struct KeyHolder {
     bool same_payload;
 };
 std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload);
-// One pending job per element of a jsonb array, in order; their ids.
-std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts);
+// One pending job per element of a jsonb array, in order, with the key of
+// the same place in `keys` (a text[] as long as it, or none); their ids.
+std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts,
+                                       std::optional<Datum> keys);
+
+// Dedup windows: the active job (blocked, pending, running or waiting)
+// that holds `dedup_key` in the queue, locked for this transaction (a
+// racing enqueue with the same key waits here); none if no job holds it.
+std::optional<int64> lock_dedup_key(Datum queue, Datum dedup_key);
+// The key now belongs to job `id`.
+void hold_dedup_key(Datum queue, Datum dedup_key, int64 id);
+// Debounce: a job still waiting in the ready set takes the new payload and
+// run_at (none: now) and keeps its place otherwise; false if it is not
+// there any more (it started, or waits on dependencies or an event).
+bool replace_ready_job(Datum queue, int64 id, Datum payload, std::optional<Datum> run_at);
 
 // ---- claim: pending -> running ----
 constexpr int kClaimColumns = 13;  // wf_claim's result columns
@@ -159,10 +176,14 @@ struct ClaimedJob {
 struct ClaimOwner {
     Datum worker;                 // text
     std::optional<Interval> lease;
+    std::optional<Interval> max_run_time;  // the queue's, for jobs without their own
 };
 // Takes up to `limit` due jobs of the queue for this session, in claim
-// order (priority desc, run_at, id).
-std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int limit);
+// order (priority desc, run_at, id), as `flow` allows (flow_control.hpp;
+// nullptr: no limits). *retry_after_ms: see FlowPick.
+std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int limit,
+                                   const FlowControl* flow = nullptr,
+                                   long* retry_after_ms = nullptr);
 // Running jobs of the queue (for max_running).
 int64 count_running(Datum queue);
 // Milliseconds until the queue's next scheduled job is due, or -1.
@@ -209,6 +230,9 @@ int64 recover_claims(const std::vector<int64>& dead_owners, std::vector<int64>* 
 // Whether the claim table survived since the last look (it is unlogged: a
 // crash or a promotion empties it, sentinel row included).
 bool claims_survived();
+// Start-by deadlines: jobs that never started and whose start_by passed go
+// to failed. Their ids are appended to `finished`; returns how many.
+int64 fail_unstarted_jobs(std::vector<int64>* finished);
 // Recovers jobs whose claim was lost (`how`: "the server restarted"...),
 // their attempt counted, and plants the sentinel row.
 int64 recover_lost_claims(const char* how, std::vector<int64>* finished);

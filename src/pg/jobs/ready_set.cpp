@@ -14,10 +14,12 @@ extern "C" {
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/skey.h"
 #include "catalog/pg_am.h"
 #include "executor/executor.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 }
@@ -27,7 +29,7 @@ namespace {
 
 // wf.ready's columns (sql/pg_wf.sql), checked at every open so that a
 // table altered by hand gives an error, never a misread datum.
-constexpr AttrNumber kQueue = 1, kPriority = 2, kRunAt = 3, kId = 4;
+constexpr AttrNumber kQueue = 1, kPriority = 2, kRunAt = 3, kId = 4, kKey = 5;
 
 [[noreturn]] void unexpected_ready_set(const char* what) {
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -41,19 +43,21 @@ bool column_is(TupleDesc desc, AttrNumber attno, const char* name, Oid type) {
     return !att->attisdropped && att->atttypid == type && strcmp(NameStr(att->attname), name) == 0;
 }
 
-// Opens wf.ready to delete from and its claim-order index to scan, with the
-// checks the executor makes for a DELETE (read-only transactions,
-// privileges, publications).
+// Opens wf.ready to delete from and one of its indexes to scan -- the
+// claim order (queue, priority DESC, run_at, id) or, `by_key`, the key
+// order (queue, key, ...) -- with the checks the executor makes for a
+// DELETE (read-only transactions, privileges, publications).
 // Plain C: it runs inside call().
-void open_ready_set(Relation* table, Relation* index) {
+void open_ready_set(bool by_key, Relation* table, Relation* index) {
     // As the executor refuses a DELETE there (25006); on a hot standby,
     // where every transaction is read-only, too.
     PreventCommandIfReadOnly("wf_claim");
     Oid schema = get_namespace_oid("wf", false);
     Oid table_oid = get_relname_relid("ready", schema);
-    Oid index_oid = get_relname_relid("ready_claim_order", schema);
+    const char* index_name = by_key ? "ready_key_order" : "ready_claim_order";
+    Oid index_oid = get_relname_relid(index_name, schema);
     if (!OidIsValid(table_oid) || !OidIsValid(index_oid))
-        unexpected_ready_set("wf.ready or its index wf.ready_claim_order is missing");
+        unexpected_ready_set("wf.ready or one of its indexes is missing");
     const AclMode needed[] = {ACL_SELECT, ACL_DELETE};
     for (AclMode mode : needed) {
         AclResult acl = pg_class_aclcheck(table_oid, GetUserId(), mode);
@@ -63,56 +67,94 @@ void open_ready_set(Relation* table, Relation* index) {
     *index = index_open(index_oid, RowExclusiveLock);
     TupleDesc desc = RelationGetDescr(*table);
     if (!column_is(desc, kQueue, "queue", TEXTOID) || !column_is(desc, kPriority, "priority", INT4OID) ||
-        !column_is(desc, kRunAt, "run_at", TIMESTAMPTZOID) || !column_is(desc, kId, "id", INT8OID))
-        unexpected_ready_set("wf.ready's columns differ from (queue, priority, run_at, id)");
+        !column_is(desc, kRunAt, "run_at", TIMESTAMPTZOID) || !column_is(desc, kId, "id", INT8OID) ||
+        !column_is(desc, kKey, "key", TEXTOID))
+        unexpected_ready_set("wf.ready's columns differ from (queue, priority, run_at, id, key)");
     Form_pg_index form = (*index)->rd_index;
     if ((*index)->rd_rel->relam != BTREE_AM_OID || form->indrelid != table_oid ||
-        form->indnkeyatts < 1 || form->indkey.values[0] != kQueue)
-        unexpected_ready_set("wf.ready_claim_order is not a btree on (queue, ...)");
+        form->indnkeyatts < (by_key ? 2 : 1) || form->indkey.values[0] != kQueue ||
+        (by_key && form->indkey.values[1] != kKey))
+        unexpected_ready_set(by_key ? "wf.ready_key_order is not a btree on (queue, key, ...)"
+                                    : "wf.ready_claim_order is not a btree on (queue, ...)");
     CheckCmdReplicaIdentity(*table, CMD_DELETE);
 }
 
-// The scan itself; fills out[0 .. return value). Plain C, inside call().
-int take_rows(Datum queue, TimestampTz now, int limit, ReadyRow* out) {
-    Relation table, index;
-    open_ready_set(&table, &index);
-    // A new command id and snapshot, as SPI gives each statement: the rows
-    // this transaction inserted are visible, and in READ COMMITTED so is
-    // every commit up to now (a waiting claimer relies on that).
-    CommandCounterIncrement();
-    Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
-    CommandId command = GetCurrentCommandId(true);
+// An open ready set: the table, one index, and the snapshot and command id
+// of one claim. Plain C: every member runs inside call().
+struct OpenReadySet {
+    Relation table;
+    Relation index;
+    Snapshot snapshot;
+    CommandId command;
 
-    ScanKeyData key;
-    ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
-                           index->rd_indcollation[0], F_TEXTEQ, queue);
-    IndexScanDesc scan = index_beginscan(table, index, snapshot, 1, 0);
-    index_rescan(scan, &key, 1, nullptr, 0);
-    TupleTableSlot* slot = table_slot_create(table, nullptr);
-
-    int taken = 0;
-    while (taken < limit && index_getnext_slot(scan, ForwardScanDirection, slot)) {
-        bool isnull;
-        TimestampTz run_at = DatumGetTimestampTz(slot_getattr(slot, kRunAt, &isnull));
-        if (run_at > now) continue;  // scheduled later (the key orders by priority first)
-        ReadyRow row{DatumGetInt64(slot_getattr(slot, kId, &isnull)),
-                     DatumGetInt32(slot_getattr(slot, kPriority, &isnull)), run_at};
-        TM_FailureData failure;
-        TM_Result result = table_tuple_delete(table, &slot->tts_tid, command, snapshot,
-                                              InvalidSnapshot, /*wait=*/false, &failure,
-                                              /*changingPart=*/false);
-        // Anything but TM_Ok: another transaction is deleting the row (its
-        // claim or a cancel, still open: TM_BeingModified) or has deleted it
-        // since the snapshot (TM_Deleted). Either way it is not ours.
-        if (result == TM_Ok) out[taken++] = row;
+    void open(bool by_key) {
+        open_ready_set(by_key, &table, &index);
+        // A new command id and snapshot, as SPI gives each statement: the
+        // rows this transaction inserted are visible, and in READ COMMITTED
+        // so is every commit up to now (a waiting claimer relies on that).
+        CommandCounterIncrement();
+        snapshot = RegisterSnapshot(GetTransactionSnapshot());
+        command = GetCurrentCommandId(true);
+    }
+    void close() {
+        UnregisterSnapshot(snapshot);
+        index_close(index, NoLock);
+        table_close(table, NoLock);
     }
 
-    ExecDropSingleTupleTableSlot(slot);
-    index_endscan(scan);
-    UnregisterSnapshot(snapshot);
-    index_close(index, NoLock);
-    table_close(table, NoLock);
-    return taken;
+    // Deletes up to `limit` rows that match `keys`, are due at `now` and
+    // (when `only_id` > 0) are job `only_id`'s, in index order; fills out.
+    int take(ScanKeyData* keys, int nkeys, TimestampTz now, int limit, int64 only_id,
+             ReadyRow* out) {
+        IndexScanDesc scan = index_beginscan(table, index, snapshot, nkeys, 0);
+        index_rescan(scan, keys, nkeys, nullptr, 0);
+        TupleTableSlot* slot = table_slot_create(table, nullptr);
+        int taken = 0;
+        while (taken < limit && index_getnext_slot(scan, ForwardScanDirection, slot)) {
+            bool isnull;
+            TimestampTz run_at = DatumGetTimestampTz(slot_getattr(slot, kRunAt, &isnull));
+            if (run_at > now) continue;  // scheduled later (the key orders by priority first)
+            ReadyRow row{DatumGetInt64(slot_getattr(slot, kId, &isnull)),
+                         DatumGetInt32(slot_getattr(slot, kPriority, &isnull)), run_at};
+            if (only_id > 0 && row.id != only_id) continue;
+            TM_FailureData failure;
+            TM_Result result = table_tuple_delete(table, &slot->tts_tid, command, snapshot,
+                                                  InvalidSnapshot, /*wait=*/false, &failure,
+                                                  /*changingPart=*/false);
+            // Anything but TM_Ok: another transaction is deleting the row
+            // (its claim or a cancel, still open: TM_BeingModified), has
+            // deleted it since the snapshot (TM_Deleted), or this claim took
+            // it already (TM_SelfModified). Either way it is not to take.
+            if (result == TM_Ok) out[taken++] = row;
+        }
+        ExecDropSingleTupleTableSlot(slot);
+        index_endscan(scan);
+        return taken;
+    }
+
+    // The key of the first row that matches `keys`; false if none.
+    bool first_key(ScanKeyData* keys, int nkeys, bool* is_null, std::string* key) {
+        IndexScanDesc scan = index_beginscan(table, index, snapshot, nkeys, 0);
+        index_rescan(scan, keys, nkeys, nullptr, 0);
+        TupleTableSlot* slot = table_slot_create(table, nullptr);
+        bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
+        if (found) {
+            Datum d = slot_getattr(slot, kKey, is_null);
+            if (!*is_null) {
+                text* t = DatumGetTextPP(d);
+                key->assign(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+            }
+        }
+        ExecDropSingleTupleTableSlot(slot);
+        index_endscan(scan);
+        return found;
+    }
+
+    Oid collation(int column) const { return index->rd_indcollation[column]; }
+};
+
+void key_equals(ScanKeyData* key, AttrNumber column, Oid collation, RegProcedure op, Datum value) {
+    ScanKeyEntryInitialize(key, 0, column, BTEqualStrategyNumber, InvalidOid, collation, op, value);
 }
 
 }  // namespace
@@ -120,9 +162,90 @@ int take_rows(Datum queue, TimestampTz now, int limit, ReadyRow* out) {
 std::vector<ReadyRow> take_ready_rows(Datum queue, TimestampTz now, int limit) {
     std::vector<ReadyRow> rows(static_cast<size_t>(std::max(limit, 0)));
     ReadyRow* out = rows.data();
-    int taken = call([&] { return take_rows(queue, now, limit, out); });
+    int taken = call([&] {
+        OpenReadySet set;
+        set.open(false);
+        ScanKeyData key;
+        key_equals(&key, 1, set.collation(0), F_TEXTEQ, queue);
+        int n = set.take(&key, 1, now, limit, 0, out);
+        set.close();
+        return n;
+    });
     rows.resize(static_cast<size_t>(taken));
     return rows;
+}
+
+// ---- the ready set key by key ----
+
+struct ReadySetByKey::Open : OpenReadySet {};
+
+ReadySetByKey::ReadySetByKey(Datum queue) : queue_(queue), open_(std::make_unique<Open>()) {
+    Open* set = open_.get();
+    call([&] { set->open(true); });
+}
+
+// On an error the transaction's abort releases what is still open.
+ReadySetByKey::~ReadySetByKey() = default;
+
+void ReadySetByKey::close() {
+    if (open_ && !closed_) call([&] { open_->close(); });
+    closed_ = true;
+}
+
+std::optional<ReadyGroup> ReadySetByKey::next_group(const std::optional<ReadyGroup>& after) {
+    if (after && after->is_null) return std::nullopt;  // the group without a key is last
+    Open* set = open_.get();
+    ReadyGroup found{};
+    bool any = call([&] {
+        ScanKeyData keys[2];
+        key_equals(&keys[0], 1, set->collation(0), F_TEXTEQ, queue_);
+        Datum after_key = 0;
+        if (after) {
+            after_key = PointerGetDatum(cstring_to_text_with_len(after->key.data(),
+                                                                 static_cast<int>(after->key.size())));
+            ScanKeyEntryInitialize(&keys[1], 0, 2, BTGreaterStrategyNumber, InvalidOid,
+                                   set->collation(1), F_TEXT_GT, after_key);
+        } else {
+            ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy,
+                                   InvalidOid, InvalidOid, InvalidOid, 0);
+        }
+        if (set->first_key(keys, 2, &found.is_null, &found.key)) return true;
+        // Past the last key: the jobs without one, if any.
+        ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNULL, 2, InvalidStrategy, InvalidOid,
+                               InvalidOid, InvalidOid, 0);
+        found.key.clear();
+        return set->first_key(keys, 2, &found.is_null, &found.key);
+    });
+    if (!any) return std::nullopt;
+    return found;
+}
+
+int ReadySetByKey::take(const ReadyGroup& group, TimestampTz now, int limit,
+                        const ReadyRow* exact, std::vector<ReadyRow>* out) {
+    size_t before = out->size();
+    out->resize(before + static_cast<size_t>(limit));
+    ReadyRow* at = out->data() + before;
+    Open* set = open_.get();
+    int taken = call([&] {
+        ScanKeyData keys[5];
+        key_equals(&keys[0], 1, set->collation(0), F_TEXTEQ, queue_);
+        if (group.is_null) {
+            ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNULL, 2, InvalidStrategy,
+                                   InvalidOid, InvalidOid, InvalidOid, 0);
+        } else {
+            Datum key = PointerGetDatum(cstring_to_text_with_len(group.key.data(),
+                                                                 static_cast<int>(group.key.size())));
+            key_equals(&keys[1], 2, set->collation(1), F_TEXTEQ, key);
+        }
+        if (!exact) return set->take(keys, 2, now, limit, 0, at);
+        // The whole key of wf.ready_key_order: (queue, key, priority, run_at, id).
+        key_equals(&keys[2], 3, InvalidOid, F_INT4EQ, Int32GetDatum(exact->priority));
+        key_equals(&keys[3], 4, InvalidOid, F_TIMESTAMPTZ_EQ, TimestampTzGetDatum(exact->run_at));
+        key_equals(&keys[4], 5, InvalidOid, F_INT8EQ, Int64GetDatum(exact->id));
+        return set->take(keys, 5, now, 1, exact->id, at);
+    });
+    out->resize(before + static_cast<size_t>(taken));
+    return taken;
 }
 
 }  // namespace wf::pg

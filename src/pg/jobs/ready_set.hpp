@@ -1,6 +1,9 @@
 // Taking jobs out of the ready set (wf.ready) without the executor.
 #pragma once
 
+#include <memory>
+#include <optional>
+
 #include "pg/base/postgres.hpp"
 
 namespace wf::pg {
@@ -21,5 +24,44 @@ struct ReadyRow {
 // (as an SPI statement would), so it sees the transaction's own earlier
 // writes and, in READ COMMITTED, every job committed before it.
 std::vector<ReadyRow> take_ready_rows(Datum queue, TimestampTz now, int limit);
+
+// The ready rows of one key, or (is_null) of the jobs without a key.
+struct ReadyGroup {
+    bool is_null = false;
+    std::string key;
+    bool operator<(const ReadyGroup& o) const {
+        return is_null != o.is_null ? o.is_null : key < o.key;
+    }
+    bool operator==(const ReadyGroup& o) const { return is_null == o.is_null && key == o.key; }
+};
+
+// The ready set of one queue key by key (index wf.ready_key_order), for a
+// claim that goes from key to key: each step to the next key is one index
+// descent, however many rows the key before it has. Takes rows as
+// take_ready_rows does, at one snapshot and command id for the whole claim.
+// close() at the end of a claim that did not fail (an error's abort
+// releases it instead).
+class ReadySetByKey {
+public:
+    explicit ReadySetByKey(Datum queue);
+    ~ReadySetByKey();
+    ReadySetByKey(const ReadySetByKey&) = delete;
+    ReadySetByKey& operator=(const ReadySetByKey&) = delete;
+    void close();
+
+    // The first group after `after` (none: the first) that has rows, in
+    // key order with the group without a key last; none past the last.
+    std::optional<ReadyGroup> next_group(const std::optional<ReadyGroup>& after);
+    // Takes up to `limit` due rows of the group, in claim order, or only
+    // the row `exact` (a job's own, when given); appends them to `out`.
+    int take(const ReadyGroup& group, TimestampTz now, int limit, const ReadyRow* exact,
+             std::vector<ReadyRow>* out);
+
+private:
+    struct Open;
+    Datum queue_;
+    std::unique_ptr<Open> open_;
+    bool closed_ = false;
+};
 
 }  // namespace wf::pg

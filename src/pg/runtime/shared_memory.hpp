@@ -3,7 +3,8 @@
 // uses it owns its part. A part's owner gives its size (`..._size()`) and
 // is handed its place by the startup hook (`..._init(at, found)`; `found`:
 // already set up, when the postmaster did it for a backend that attaches
-// again). The parts: the worker registry and the wake-ups' waiter slots.
+// again). The parts: the worker registry, the wake-ups' waiter slots and
+// the rate limits' windows.
 #pragma once
 
 #include "pg/base/postgres.hpp"

@@ -1,5 +1,6 @@
-// The reaper: running jobs whose owner session is gone, or whose lease ran
-// out, go back to pending (or to failed when their attempts are spent).
+// The reaper: running jobs whose owner session is gone, or whose lease (or
+// max run time) ran out, go back to pending (or to failed when their
+// attempts are spent); jobs not started by their start_by fail.
 // Run by the background worker every wf.sweep_interval and when a claiming
 // session exits, and by hand with wf_sweep(). The transitions are in
 // job_state.cpp; this file decides whose claims are lost.
@@ -25,6 +26,11 @@ int64 sweep_database() {
     recovered += recover_claims(dead, &finished);
 
     if (!finished.empty()) cancel_dependents(finished, "failed: its worker was lost");
+
+    // Jobs that were to start by a deadline that passed.
+    std::vector<int64> unstarted;
+    fail_unstarted_jobs(&unstarted);
+    if (!unstarted.empty()) cancel_dependents(unstarted, "failed: not started by its deadline");
     return recovered;
 }
 

@@ -23,7 +23,8 @@ PreparedStatement expire_jobs(
     {INT8OID, TIMESTAMPTZOID, INT4OID});
 
 // Once per walk over the jobs: what retention leaves behind elsewhere.
-// Release debts and checkpoints of jobs deleted; workflows whose steps are all gone; signals
+// Release debts and checkpoints of jobs deleted; dedup keys and ordered
+// groups nothing holds; workflows whose steps are all gone; signals
 // older than retention that nobody waits for (a later await of such an
 // event waits for a new signal); wait rows whose job no longer waits at
 // that attempt (it was cancelled).
@@ -40,6 +41,15 @@ PreparedStatement expire_leftovers(
     " events AS ("
     "  DELETE FROM wf.event e WHERE coalesce(e.signalled_at, e.created_at) < $1"
     "     AND NOT EXISTS (SELECT 1 FROM wf.event_wait w WHERE w.event = e.name)),"
+    // Dedup keys whose job finished (the next enqueue would take them
+    // over) or is gone; ordered groups whose jobs are all gone.
+    " dedups AS ("
+    "  DELETE FROM wf.dedup d WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.queue = d.queue AND j.id = d.job_id"
+    "        AND j.status IN ('blocked', 'pending', 'waiting'))),"
+    " groups AS ("
+    "  DELETE FROM wf.ordered_group g WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.queue = g.queue AND j.key = g.key)),"
     " waits AS ("
     "  DELETE FROM wf.event_wait w WHERE w.since < $1"
     "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = w.queue AND j.id = w.id"
