@@ -93,6 +93,8 @@ WF_SQL_FUNCTION(wf_enqueue) {
                               "An ordered queue runs the jobs of each key one at a time, in "
                               "enqueue order.",
                               "Pass key => the group this job runs in order with.");
+        if (settings.flow.ordered)
+            lock_keys_for_enqueue(queue, {std::string(text_arg(fcinfo, 9, "key"))});
         // A dedup key: an active job that holds it is the answer (and,
         // with on_duplicate => 'replace', takes the new payload and run_at
         // while it waits in line); otherwise the new job holds it.
@@ -176,6 +178,7 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
     // One key (or NULL) per payload.
     std::optional<Datum> keys = optional_arg(fcinfo, 2);
     bool every_job_has_a_key = keys.has_value();
+    std::vector<std::string> key_texts;
     if (keys) {
         ArrayType* array = call([&] { return DatumGetArrayTypeP(*keys); });
         int count = 0;
@@ -193,7 +196,8 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
                 continue;
             }
             text* t = call([&] { return DatumGetTextPP(elements[i]); });
-            core::validate_label(std::string_view(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)), "key");
+            key_texts.emplace_back(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+            core::validate_label(key_texts.back(), "key");
         }
         *keys = PointerGetDatum(array);
     }
@@ -208,6 +212,7 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
                               "An ordered queue runs the jobs of each key one at a time, in "
                               "enqueue order.",
                               "Pass keys => one key per payload.");
+        if (settings.flow.ordered) lock_keys_for_enqueue(queue, key_texts);
         return insert_pending_jobs(queue_datum, PointerGetDatum(payloads), settings.max_attempts,
                                    keys);
     });

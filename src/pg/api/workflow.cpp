@@ -3,10 +3,13 @@
 // ordinary jobs that share a workflow_id; the DAG is the dependency edges
 // wf_enqueue(depends_on) creates too, so claims and completions of steps
 // take the same path, at the same cost, as any job's.
+#include <map>
+
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "core/workflow_spec.hpp"
 #include "pg/api/frame.hpp"
+#include "pg/api/queue_settings.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 namespace wf::pg {
@@ -171,6 +174,19 @@ WF_SQL_FUNCTION(wf_submit) {
 
     pg_uuid_t id = with_job_tables([&] {
         for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
+        // Steps of an ordered queue need a key, and lock it (flow_control.hpp).
+        std::map<std::string, std::vector<std::string>> ordered_keys;
+        for (const core::StepSpec& step : spec.steps) {
+            if (!queue_settings(text_datum(step.queue)).flow.ordered) continue;
+            if (!step.key)
+                throw core::Error(core::sqlstate::invalid_parameter,
+                                  "step \"" + step.name + "\" is in ordered queue \"" + step.queue +
+                                      "\": it needs a \"key\"",
+                                  "An ordered queue runs the jobs of each key one at a time, in "
+                                  "enqueue order.");
+            ordered_keys[step.queue].push_back(*step.key);
+        }
+        for (auto& [queue, keys] : ordered_keys) lock_keys_for_enqueue(queue, keys);
         Params<13> p;
         p.set(0, datum_array(queues, no_nulls, TEXTOID));
         p.set(1, datum_array(names, no_nulls, TEXTOID));

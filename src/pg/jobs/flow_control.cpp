@@ -50,8 +50,7 @@ PreparedStatement move_group_head(
 // its next claim starts.
 std::unordered_map<std::string, ReadyGroup> rotation;
 
-// Takes the key's lock without waiting; false if another claim holds it.
-bool lock_key(std::string_view queue, const std::string& key) {
+LOCKTAG key_lock_tag(std::string_view queue, const std::string& key) {
     std::string both(queue);
     both.push_back('\0');
     both += key;
@@ -60,6 +59,13 @@ bool lock_key(std::string_view queue, const std::string& key) {
     LOCKTAG tag;
     SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(h >> 32), static_cast<uint32>(h),
                          kKeyLockSpace);
+    return tag;
+}
+
+// Takes the key's lock without waiting; false if another claim (or an
+// enqueue into an ordered queue) holds it.
+bool lock_key(std::string_view queue, const std::string& key) {
+    LOCKTAG tag = key_lock_tag(queue, key);
     return call([&] { return LockAcquire(&tag, ExclusiveLock, false, true); }) !=
            LOCKACQUIRE_NOT_AVAIL;
 }
@@ -113,6 +119,15 @@ KeyRoom key_room(Datum queue, std::string_view queue_name, const ReadyGroup& gro
 }
 
 }  // namespace
+
+void lock_keys_for_enqueue(std::string_view queue, std::vector<std::string> keys) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    for (const std::string& key : keys) {
+        LOCKTAG tag = key_lock_tag(queue, key);
+        call([&] { LockAcquire(&tag, ExclusiveLock, false, false); });
+    }
+}
 
 FlowPick take_with_flow_control(Datum queue, std::string_view queue_name, int limit,
                                 const FlowControl& flow) {

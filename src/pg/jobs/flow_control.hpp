@@ -49,6 +49,13 @@ struct FlowPick {
     long retry_after_ms = -1;
 };
 
+// An enqueue into an ordered queue takes the locks of its jobs' keys
+// (waiting for them), in key order, until it commits: while a claim holds a
+// key, no job of that key is being enqueued, so a job committed later has
+// a later id -- enqueue order is id order within a key, and a group's head
+// never has a job before it that commits late.
+void lock_keys_for_enqueue(std::string_view queue, std::vector<std::string> keys);
+
 // Takes up to `limit` due ready rows of `queue` as `flow` allows.
 FlowPick take_with_flow_control(Datum queue, std::string_view queue_name, int limit,
                                 const FlowControl& flow);

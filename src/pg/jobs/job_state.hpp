@@ -29,7 +29,10 @@
 //  waiting                     signal, timeout (wake_waiting_jobs)     pending
 //  running                     recover (recover_claims,               pending, failed (spent)
 //                              recover_lost_claims): owner gone,
-//                              lease expired, claim lost in a crash
+//                              lease or max_run_time expired, claim
+//                              lost in a crash
+//  blocked, pending (never     start-by deadline passed               failed
+//  started)                    (fail_unstarted_jobs)
 //  blocked, pending, waiting   cancel (cancel_job,                    cancelled
 //                              cancel_workflow_steps), or a parent
 //                              failed (dependencies.hpp)
