@@ -134,7 +134,7 @@ GRANT SELECT ON wf.key_stats TO PUBLIC;
 
 -- Three functions take new arguments. The roles that could run the old
 -- ones (wf_grant gave them EXECUTE) can run the new ones.
-CREATE TEMPORARY TABLE wf_old_grants ON COMMIT DROP AS
+CREATE TEMPORARY TABLE wf_old_grants AS
 SELECT p.proname::text AS name, a.grantee::regrole::text AS grantee
   FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
  WHERE p.oid IN ('wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[])'::pg_catalog.regprocedure,
@@ -198,3 +198,4 @@ BEGIN
       END, g.grantee);
   END LOOP;
 END $$;
+DROP TABLE wf_old_grants;

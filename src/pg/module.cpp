@@ -74,12 +74,15 @@ void _PG_init(void) {
         "wf.max_payload_size", "Largest payload, result or error text of one job.", nullptr,
         &max_payload_size, 1024 * 1024, 1, 256 * 1024 * 1024, PGC_SUSET, GUC_UNIT_BYTE,
         nullptr, nullptr, nullptr);
-    DefineCustomIntVariable(
-        "wf.rate_limit_slots", "Rate-limit windows (a queue's, or one key's) kept at once.",
-        "Each takes about 300 bytes of shared memory. A window whose period passed "
-        "without a claim is reused; when all are in use, a claim that needs a new one "
-        "takes nothing until one is free.",
-        &rate_limit_slots, 1024, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    // A size of shared memory: only the postmaster's load may define it
+    // (loaded later, the library has no rate windows at all).
+    if (process_shared_preload_libraries_in_progress)
+        DefineCustomIntVariable(
+            "wf.rate_limit_slots", "Rate-limit windows (a queue's, or one key's) kept at once.",
+            "Each takes about 300 bytes of shared memory. A window whose period passed "
+            "without a claim is reused; when all are in use, a claim that needs a new one "
+            "takes nothing until one is free.",
+            &rate_limit_slots, 1024, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     MarkGUCPrefixReserved("wf");
     register_wakeup_callback();
 

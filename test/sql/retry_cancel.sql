@@ -56,12 +56,14 @@ SELECT status FROM wf.jobs WHERE id = :j2;
 SELECT wf_retry('rc_cancel', :j) AS retried;
 SELECT status, run_at <= now() AS due_now FROM wf.jobs WHERE id = :j;
 SELECT payload FROM wf_claim('rc_cancel');
--- Finished jobs cannot be cancelled.
+-- A done job cannot be cancelled; a failed one can (given up for good),
+-- its error kept.
 SELECT wf_complete('rc_cancel', :j, 1);
 SELECT wf_cancel('rc_cancel', :j) AS done_job;
 SELECT wf_cancel('rc_addr', :a) AS failed_job;
+SELECT wf_cancel('rc_addr', :a) AS again;
 SELECT wf_cancel('rc_cancel', -1) AS unknown_id;
-SELECT status FROM wf.jobs WHERE id IN (:j, :a) ORDER BY id;
+SELECT status, last_error FROM wf.jobs WHERE id IN (:j, :a) ORDER BY id;
 
 -- Cancelling a blocked job, or a job others wait on, cancels what depends
 -- on it, transitively.

@@ -40,6 +40,7 @@ using namespace wf::pg;
 //            workflow_id, step_name, depends_on, key, dedup_key, on_duplicate,
 //            max_run_time, start_by) -> bigint
 WF_SQL_FUNCTION(wf_enqueue) {
+    require_arguments(fcinfo, 14);
     std::string_view queue = queue_arg(fcinfo, 0);
     Datum payload = payload_arg(fcinfo, 1, "payload");
     int32 priority = int32_arg(fcinfo, 3, "priority");
@@ -148,6 +149,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
 // wf_enqueue_batch(queue, payloads jsonb array, keys text[]) -> SETOF bigint,
 // in order
 WF_SQL_FUNCTION(wf_enqueue_batch) {
+    require_arguments(fcinfo, 3);
     std::string_view queue = queue_arg(fcinfo, 0);
     core::require_not_null(PG_ARGISNULL(1), "payloads");
     Jsonb* payloads = call([&] { return PG_GETARG_JSONB_P(1); });

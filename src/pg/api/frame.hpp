@@ -3,6 +3,7 @@
 // serves. (The C++/PostgreSQL boundary itself is WF_SQL_FUNCTION, guard.hpp.)
 #pragma once
 
+#include "core/error.hpp"
 #include "pg/api/rights.hpp"
 #include "pg/base/args.hpp"
 #include "pg/jobs/job_state.hpp"
@@ -19,6 +20,17 @@ template <typename Body>
 decltype(auto) with_job_tables(Body&& body) {
     RunAsOwner as_owner(pg_wf_owner());
     return with_spi(std::forward<Body>(body));
+}
+
+// A function whose arguments grew in a later schema version is called with
+// fewer by the SQL objects of an older one (before ALTER EXTENSION pg_wf
+// UPDATE): it refuses as require_current_schema does, before it reads an
+// argument that is not there.
+inline void require_arguments(FunctionCallInfo fcinfo, int count) {
+    if (PG_NARGS() >= count) return;
+    require_current_schema();
+    throw core::Error("55000", "pg_wf's function was called with fewer arguments than its library reads",
+                      {}, "Run ALTER EXTENSION pg_wf UPDATE.");
 }
 
 // Arguments 0..2 of a worker write: the fencing token (queue, id, attempt),

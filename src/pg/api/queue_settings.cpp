@@ -150,6 +150,7 @@ using namespace wf::pg;
 //                    key_rate_limit, key_concurrency, fair, ordered,
 //                    max_run_time) -> void
 WF_SQL_FUNCTION(wf_configure_queue) {
+    require_arguments(fcinfo, 14);
     constexpr int kArgs = 14;
     std::string_view queue = queue_arg(fcinfo, 0);
     if (!PG_ARGISNULL(1)) core::validate_max_attempts(PG_GETARG_INT32(1));

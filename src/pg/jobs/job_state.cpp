@@ -441,10 +441,14 @@ PreparedStatement leave_ready_set(
     " finished_at = CASE WHEN " WF_SQL_JOB_RUNNING(J) " THEN NULL ELSE now() END,"         \
     " last_error = CASE WHEN " WF_SQL_JOB_RUNNING(J) " THEN " J ".last_error ELSE " REASON " END"
 
+// A failed job may be cancelled too: given up for good (in an ordered
+// group, the next job becomes the head); its error stays in last_error.
 PreparedStatement cancel_statement(
-    "UPDATE wf.job j SET" WF_SQL_CANCEL_OR_FLAG("j", "'cancelled'")
+    "UPDATE wf.job j SET" WF_SQL_CANCEL_OR_FLAG("j",
+        "CASE WHEN j.status = 'failed' THEN 'cancelled after it failed: ' || j.last_error"
+        " ELSE 'cancelled' END")
     " WHERE j.queue = $1 AND j.id = $2"
-    "   AND j.status IN ('blocked', 'pending', 'waiting') AND NOT j.cancel_requested"
+    "   AND j.status IN ('blocked', 'pending', 'waiting', 'failed') AND NOT j.cancel_requested"
     " RETURNING j.status",
     {TEXTOID, INT8OID});
 
@@ -980,7 +984,11 @@ bool cancel_job(Datum queue, int64 id) {
     Rows cancelled = cancel_statement.execute(p.values, p.nulls);
     if (cancelled.size() != 1) return false;
     // A running job is only flagged: its dependents go when it stops.
-    if (cancelled.text_at(0, "status") == "cancelled") cancel_dependents({id}, "was cancelled");
+    if (cancelled.text_at(0, "status") == "cancelled") {
+        cancel_dependents({id}, "was cancelled");
+        // The next job of an ordered group may run now.
+        note_queue_ready(text_view(queue));
+    }
     return true;
 }
 

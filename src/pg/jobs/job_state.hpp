@@ -36,6 +36,7 @@
 //  blocked, pending, waiting   cancel (cancel_job,                    cancelled
 //                              cancel_workflow_steps), or a parent
 //                              failed (dependencies.hpp)
+//  failed                      cancel (cancel_job): given up          cancelled
 //  running                     cancel                                 flagged: ends cancelled
 //                                                                      whichever way it stops
 //  failed, cancelled           retry (retry_job)                      pending or blocked; the
@@ -241,7 +242,8 @@ int64 fail_unstarted_jobs(std::vector<int64>* finished);
 int64 recover_lost_claims(const char* how, std::vector<int64>* finished);
 
 // ---- operator actions ----
-// blocked/pending/waiting -> cancelled; running: flagged. False if none.
+// blocked/pending/waiting/failed -> cancelled; running: flagged. False if
+// none of those.
 bool cancel_job(Datum queue, int64 id);
 // failed/cancelled -> pending or blocked, with a fresh attempt budget; the
 // jobs its failure cancelled come back blocked on it.

@@ -103,8 +103,10 @@ int64 counted(const Window& w, int64 b, int64* oldest_nonzero) {
 
 RateWindowId rate_window_id(std::string_view queue, const std::string_view* key) {
     RateWindowId id;
+    // Windows are shared by the cluster: a queue's is its database's.
     id.queue_hash = hash_bytes_extended(reinterpret_cast<const unsigned char*>(queue.data()),
-                                        static_cast<int>(queue.size()), 0x5746);
+                                        static_cast<int>(queue.size()), 0x5746) ^
+                    (uint64{MyDatabaseId} * UINT64CONST(0x9E3779B97F4A7C15));
     id.key_hash = key ? (hash_bytes_extended(reinterpret_cast<const unsigned char*>(key->data()),
                                              static_cast<int>(key->size()), 0x4b4559) | 1)
                       : 0;
@@ -159,12 +161,15 @@ int rate_left(RateWindowId id, RateLimit limit, TimestampTz now) {
     if (!windows) return -1;
     int left = limit.limit;
     SpinLockAcquire(&windows->lock);
-    if (Window* w = find(id, limit, now, false)) {
+    Window* w = find(id, limit, now, false);
+    // A window of another limit is started afresh by the next claim.
+    if (w && w->width_us == bucket_width(limit)) {
         int64 b = now / w->width_us;
         advance(w, b);
         int64 oldest;
         int64 sum = counted(*w, b, &oldest);
-        left = sum < 0 ? 0 : static_cast<int>(std::clamp<int64>(w->limit - sum, 0, w->limit));
+        left = sum < 0 ? 0 : static_cast<int>(std::clamp<int64>(limit.limit - sum, 0, limit.limit));
+        if (w->limit != limit.limit) left = limit.limit;
     }
     SpinLockRelease(&windows->lock);
     return left;
