@@ -2,7 +2,6 @@
 #include "pg/jobs/flow_control.hpp"
 
 #include <map>
-#include <set>
 #include <unordered_map>
 
 #include "pg/jobs/job_state.hpp"
@@ -150,62 +149,72 @@ FlowPick take_with_flow_control(Datum queue, std::string_view queue_name, int li
         if (auto it = rotation.find(queue_key); it != rotation.end()) cursor = it->second;
 
         std::map<ReadyGroup, KeyRoom> rooms;  // keys looked at by this claim
-        std::set<ReadyGroup> spent;           // keys with nothing more to give it
-        std::set<ReadyGroup> seen;            // keys passed since the last take
         std::optional<ReadyGroup> last_taker;  // the key of the last take
-        while (static_cast<int>(pick.rows.size()) < limit) {
-            std::optional<ReadyGroup> group = ready.next_group(cursor);
-            if (!group) {
-                if (!cursor) break;  // no ready rows at all
-                cursor.reset();      // round the rotation again
-                continue;
-            }
-            cursor = group;
-            if (seen.count(*group)) break;  // a full turn that took nothing
-            seen.insert(*group);
-            if (spent.count(*group)) continue;
-
-            auto found = rooms.find(*group);
+        // One turn of a key: takes one job of it (`rest`: as many as the
+        // claim still takes); false once the key has nothing more to give
+        // this claim (no room, no due row, its rate window spent).
+        auto turn = [&](const ReadyGroup& group, bool rest) -> bool {
+            auto found = rooms.find(group);
             if (found == rooms.end())
-                found = rooms.emplace(*group, key_room(queue, queue_name, *group, flow, pick.at, &pick)).first;
+                found = rooms.emplace(group, key_room(queue, queue_name, group, flow, pick.at, &pick)).first;
             KeyRoom& room = found->second;
-            if (room.room <= 0) {
-                spent.insert(*group);
-                continue;
-            }
-            // One job per key per turn. A key that took last, a whole turn
-            // ago, is the only one giving jobs: it gives the rest at once.
-            int want = 1;
-            if (last_taker && *last_taker == *group)
-                want = limit - static_cast<int>(pick.rows.size());
+            if (room.room <= 0) return false;
+            int want = rest ? limit - static_cast<int>(pick.rows.size()) : 1;
             want = static_cast<int>(std::min<int64>(want, room.room));
             std::optional<RateWindowId> key_window;
-            if (flow.key_rate && !group->is_null) {
-                std::string_view key_text(group->key);
+            if (flow.key_rate && !group.is_null) {
+                std::string_view key_text(group.key);
                 key_window = rate_window_id(queue_name, &key_text);
                 long key_retry = 0;
                 want = rate_reserve(*key_window, *flow.key_rate, want, pick.at, &key_retry);
                 if (key_retry > 0) note_retry(&pick, key_retry);
-                if (want == 0) {
-                    spent.insert(*group);
-                    continue;
-                }
+                if (want == 0) return false;
             }
             const ReadyRow* exact = room.head ? &*room.head : nullptr;
-            int got = ready.take(*group, pick.at, want, exact, &pick.rows);
+            int got = ready.take(group, pick.at, want, exact, &pick.rows);
             if (key_window && got < want) rate_release(*key_window, *flow.key_rate, want - got, pick.at);
-            if (got < want) spent.insert(*group);  // no more due rows it can give now
-            if (got == 0) continue;
-            room.room -= got;
-            if (room.room <= 0) spent.insert(*group);
-            last_taker = group;
-            seen.clear();
-            if (room.head) {
-                Params<3> h;
-                h.set(0, queue);
-                h.set(1, text_datum(group->key));
-                h.set(2, Int64GetDatum(room.head->id));
-                move_group_head.execute(h.values, h.nulls);
+            if (got > 0) {
+                room.room -= got;
+                last_taker = group;
+                if (room.head) {
+                    Params<3> h;
+                    h.set(0, queue);
+                    h.set(1, text_datum(group.key));
+                    h.set(2, Int64GetDatum(room.head->id));
+                    move_group_head.execute(h.values, h.nulls);
+                }
+            }
+            return got == want && room.room > 0;  // less: no more due rows now
+        };
+
+        // The first turn goes round the keys in the index, from where this
+        // session's rotation stopped, one descent per key; the keys that can
+        // give more go on in turns from memory.
+        std::vector<ReadyGroup> live;
+        std::optional<ReadyGroup> first;
+        bool wrapped = false;
+        while (static_cast<int>(pick.rows.size()) < limit) {
+            std::optional<ReadyGroup> group = ready.next_group(cursor);
+            if (!group) {
+                if (!cursor || wrapped) break;  // no ready rows, or a whole turn done
+                cursor.reset();                 // round the rotation again
+                wrapped = true;
+                continue;
+            }
+            cursor = group;
+            if (!first) {
+                first = group;
+            } else if (wrapped && !(*group < *first)) {
+                break;  // back where the turn began
+            }
+            if (turn(*group, false)) live.push_back(*group);
+        }
+        while (static_cast<int>(pick.rows.size()) < limit && !live.empty()) {
+            for (size_t i = 0; i < live.size() && static_cast<int>(pick.rows.size()) < limit;) {
+                if (turn(live[i], live.size() == 1))
+                    i++;
+                else
+                    live.erase(live.begin() + static_cast<long>(i));
             }
         }
         ready.close();
