@@ -17,7 +17,8 @@ $(error no default_version in $(EXTENSION).control)
 endif
 PGFILEDESC = "pg_wf - durable job queue and workflow engine"
 
-CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec.o src/core/cron.o
+CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec.o src/core/cron.o \
+            src/core/rate_window.o
 # src/pg, by layer, each using only those above it: base/ the C++/PostgreSQL
 # boundary and SPI; runtime/ the library in the server (shared memory,
 # wake-ups, session ownership, the extension's version); jobs/ the job state

@@ -1,5 +1,8 @@
-// Sliding windows of rate limits in shared memory (rate_windows.hpp).
+// The table of rate windows in shared memory (rate_windows.hpp); each window
+// is a core::RateWindow, used under one spinlock.
 #include "pg/runtime/rate_windows.hpp"
+
+#include "core/rate_window.hpp"
 
 extern "C" {
 #include "common/hashfn.h"
@@ -12,91 +15,50 @@ int rate_limit_slots = 1024;
 
 namespace {
 
-constexpr int64 kBuckets = 32;               // per period
-constexpr int kRing = 2 * kBuckets + 1;      // buckets kept: a span of two periods
-constexpr int kMaxProbes = 32;               // slots a lookup looks at
+constexpr int kMaxProbes = 32;  // slots a lookup looks at
 
-struct Window {
+struct Slot {
     RateWindowId id;
     bool used;
-    int32 limit;
-    int64 width_us;   // of a bucket: period / kBuckets
-    int64 head;       // the latest bucket recorded
-    int32 counts[kRing];
+    core::RateWindow window;
 };
 
 struct Windows {
     slock_t lock;
     int count;
-    // Window slots[count] follow.
+    // Slot slots[count] follow.
 };
 
 Windows* windows = nullptr;
 
-Window* slots() { return reinterpret_cast<Window*>(reinterpret_cast<char*>(windows) + MAXALIGN(sizeof(Windows))); }
-
-int64 bucket_width(RateLimit limit) { return std::max<int64>(1, limit.period_us / kBuckets); }
-
-// A window none of whose counts is in the span of a reservation now.
-bool idle(const Window& w, TimestampTz now) {
-    return !w.used || w.head < now / w.width_us - kBuckets;
+Slot* slots() {
+    return reinterpret_cast<Slot*>(reinterpret_cast<char*>(windows) + MAXALIGN(sizeof(Windows)));
 }
 
-// Moves the ring's head to bucket `b`, emptying the buckets it passes.
-void advance(Window* w, int64 b) {
-    if (b <= w->head) return;
-    if (b - w->head >= kRing) {
-        memset(w->counts, 0, sizeof(w->counts));
-    } else {
-        for (int64 i = w->head + 1; i <= b; i++) w->counts[i % kRing] = 0;
-    }
-    w->head = b;
-}
-
-// Under the lock: the window of `id`, made if absent (nullptr: no room).
-Window* find(RateWindowId id, RateLimit limit, TimestampTz now, bool create) {
+// Under the lock: the window of `id` (nullptr if absent). With `create`, an
+// absent one is made in a free slot (one never used, or whose window no
+// longer counts any claim), and one of another limit starts afresh;
+// nullptr then means no free slot.
+core::RateWindow* find(RateWindowId id, RateLimit limit, TimestampTz now, bool create) {
     int count = windows->count;
     if (count == 0) return nullptr;
     uint64 home = (id.queue_hash ^ (id.key_hash * UINT64CONST(0x9E3779B97F4A7C15))) % count;
-    Window* reusable = nullptr;
+    Slot* reusable = nullptr;
     for (int probe = 0; probe < std::min(kMaxProbes, count); probe++) {
-        Window* w = &slots()[(home + probe) % count];
-        if (w->used && w->id.queue_hash == id.queue_hash && w->id.key_hash == id.key_hash) {
-            if (create && (w->width_us != bucket_width(limit) || w->limit != limit.limit)) {
-                // The limit changed: a new window from now on.
-                w->limit = limit.limit;
-                w->width_us = bucket_width(limit);
-                w->head = now / w->width_us;
-                memset(w->counts, 0, sizeof(w->counts));
-            }
-            return w;
+        Slot* s = &slots()[(home + probe) % count];
+        if (s->used && s->id.queue_hash == id.queue_hash && s->id.key_hash == id.key_hash) {
+            if (create && !s->window.same_limit(limit.limit, limit.period_us))
+                s->window.reset(limit.limit, limit.period_us, now);
+            return &s->window;
         }
-        if (!reusable && idle(*w, now)) reusable = w;
-        if (!w->used) break;  // slots are never emptied: the key is not further on
+        if (!reusable && (!s->used || s->window.idle(now))) reusable = s;
+        if (!s->used) break;  // slots are never emptied: the id is not further on
     }
     if (!create || !reusable) return nullptr;
     reusable->id = id;
     reusable->used = true;
-    reusable->limit = limit.limit;
-    reusable->width_us = bucket_width(limit);
-    reusable->head = now / reusable->width_us;
-    memset(reusable->counts, 0, sizeof(reusable->counts));
-    return reusable;
-}
-
-// Claims counted against a reservation at bucket `b` (after advancing):
-// buckets b - kBuckets .. head. -1: `b` is too old for the ring.
-int64 counted(const Window& w, int64 b, int64* oldest_nonzero) {
-    int64 lo = b - kBuckets;
-    if (w.head - lo + 1 > kRing) return -1;
-    int64 sum = 0;
-    *oldest_nonzero = -1;
-    for (int64 i = lo; i <= w.head; i++) {
-        int32 c = w.counts[i % kRing];
-        if (c > 0 && *oldest_nonzero < 0) *oldest_nonzero = i;
-        sum += c;
-    }
-    return sum;
+    reusable->window.reset(limit.limit, limit.period_us, now);
+    return &reusable->window;
 }
 
 }  // namespace
@@ -118,42 +80,21 @@ int rate_reserve(RateWindowId id, RateLimit limit, int want, TimestampTz at,
     *retry_after_ms = 0;
     if (!windows) return 0;
     int granted = 0;
+    int64 retry_us = 0;
     SpinLockAcquire(&windows->lock);
-    Window* w = find(id, limit, at, true);
-    if (!w) {
-        *retry_after_ms = 100;  // no free slot: try again soon
-    } else {
-        int64 b = at / w->width_us;
-        advance(w, b);
-        int64 oldest = -1;
-        int64 sum = counted(*w, b, &oldest);
-        if (sum < 0) {
-            *retry_after_ms = 1;  // a claimer whose clock lags far behind: let it read it again
-        } else {
-            granted = static_cast<int>(std::clamp<int64>(w->limit - sum, 0, want));
-            w->counts[b % kRing] += granted;
-            if (granted < want) {
-                // Room comes back when the oldest counted bucket leaves the span.
-                int64 frees_at = oldest >= 0 ? (oldest + kBuckets + 1) * w->width_us
-                                             : (b + 1) * w->width_us;
-                *retry_after_ms = std::max<long>(1, static_cast<long>((frees_at - at + 999) / 1000));
-            }
-        }
-    }
+    if (core::RateWindow* w = find(id, limit, at, true))
+        granted = w->reserve(want, at, &retry_us);
+    else
+        retry_us = 100 * 1000;  // no free slot: try again soon
     SpinLockRelease(&windows->lock);
+    if (retry_us > 0) *retry_after_ms = static_cast<long>((retry_us + 999) / 1000);
     return granted;
 }
 
 void rate_release(RateWindowId id, RateLimit limit, int n, TimestampTz at) {
     if (!windows || n <= 0) return;
     SpinLockAcquire(&windows->lock);
-    if (Window* w = find(id, limit, at, false)) {
-        int64 b = at / w->width_us;
-        if (b <= w->head && b > w->head - kRing) {
-            int32& c = w->counts[b % kRing];
-            c -= std::min(c, n);
-        }
-    }
+    if (core::RateWindow* w = find(id, limit, at, false)) w->release(n, at);
     SpinLockRelease(&windows->lock);
 }
 
@@ -161,22 +102,15 @@ int rate_left(RateWindowId id, RateLimit limit, TimestampTz now) {
     if (!windows) return -1;
     int left = limit.limit;
     SpinLockAcquire(&windows->lock);
-    Window* w = find(id, limit, now, false);
+    core::RateWindow* w = find(id, limit, now, false);
     // A window of another limit is started afresh by the next claim.
-    if (w && w->width_us == bucket_width(limit)) {
-        int64 b = now / w->width_us;
-        advance(w, b);
-        int64 oldest;
-        int64 sum = counted(*w, b, &oldest);
-        left = sum < 0 ? 0 : static_cast<int>(std::clamp<int64>(limit.limit - sum, 0, limit.limit));
-        if (w->limit != limit.limit) left = limit.limit;
-    }
+    if (w && w->same_limit(limit.limit, limit.period_us)) left = w->left(now);
     SpinLockRelease(&windows->lock);
     return left;
 }
 
 Size rate_windows_size() {
-    return add_size(MAXALIGN(sizeof(Windows)), mul_size(sizeof(Window), rate_limit_slots));
+    return add_size(MAXALIGN(sizeof(Windows)), mul_size(sizeof(Slot), rate_limit_slots));
 }
 
 void rate_windows_init(void* at, bool found) {

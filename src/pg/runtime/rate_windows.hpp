@@ -1,15 +1,9 @@
 // Rate limits' sliding windows, in shared memory: how many claims a queue
-// (or one key of it) made in the last period. Exact across every claimer
-// of the cluster: a claim reserves its budget here, under one spinlock, at
-// the time it records as its jobs' start.
-//
-// Each window is a ring of counts per bucket of period/32. A reservation at
-// time t counts every claim from t's bucket minus 32 to the latest bucket
-// recorded -- a span a little longer than the period -- and takes what is
-// left of the limit. So in no window of one period (any start, to the
-// microsecond) do claims exceed the limit, whatever the order in which
-// claimers arrive; the price is that a queue at its limit runs up to 1/32
-// below it. A claim that ends up taking fewer jobs gives the rest back.
+// (or one key of it) made in the last period, one core::RateWindow each
+// (src/core/rate_window.hpp says why no window of one period ever admits
+// more than the limit). Exact across every claimer of the cluster: a claim
+// reserves its budget here, under one spinlock, at the time it records as
+// its jobs' start, and gives back what it did not take.
 //
 // Plain code: nothing here throws or ereports. The windows live as long as
 // the server: a restart starts them empty.
