@@ -191,14 +191,14 @@ FlowPick take_with_flow_control(Datum queue, std::string_view queue_name, int li
         // session's rotation stopped, one descent per key; the keys that can
         // give more go on in turns from memory.
         std::vector<ReadyGroup> live;
-        std::optional<ReadyGroup> first;
-        bool wrapped = false;
+        std::optional<ReadyGroup> first;  // the turn's first key
+        bool wrapped = false;             // the turn went past the last key since
         while (static_cast<int>(pick.rows.size()) < limit) {
             std::optional<ReadyGroup> group = ready.next_group(cursor);
             if (!group) {
                 if (!cursor || wrapped) break;  // no ready rows, or a whole turn done
                 cursor.reset();                 // round the rotation again
-                wrapped = true;
+                if (first) wrapped = true;
                 continue;
             }
             cursor = group;
