@@ -208,11 +208,11 @@ SELECT wf_configure_queue('fc_ord', ordered => true, max_attempts => 1);
 SELECT * FROM fc_bad(ARRAY[
   $$wf_enqueue('fc_ord', '"x"')$$,
   $$wf_enqueue_batch('fc_ord', '["x", "y"]')$$,
-  $$wf_enqueue_batch('fc_ord', '["x", "y"]', ARRAY['a', NULL])$$]);
--- NOT TESTED HERE, a bug: wf_submit puts a step without "key" into an
--- ordered queue (no 22023), where it runs outside any group:
---   SELECT wf_submit('{"queue": "fc_ord", "steps": [{"name": "b"}]}');  -- accepted
+  $$wf_enqueue_batch('fc_ord', '["x", "y"]', ARRAY['a', NULL])$$,
+  $$wf_submit('{"queue": "fc_ord", "steps": [{"name": "a", "key": "a"}, {"name": "b"}]}')$$,
+  $$wf_submit('{"queue": "fc_key_wf", "steps": [{"name": "a", "queue": "fc_ord"}]}')$$]);
 SELECT try_sql($$SELECT wf_enqueue('fc_ord', '"x"')$$, true);
+SELECT try_sql($$SELECT wf_submit('{"queue": "fc_ord", "steps": [{"name": "a", "key": "a"}, {"name": "b"}]}')$$, true);
 SELECT wf_enqueue('fc_ord', '"a1"', key => 'a') AS a1 \gset
 SELECT wf_enqueue('fc_ord', '"b1"', key => 'b') AS b1 \gset
 SELECT wf_enqueue('fc_ord', '"a2"', key => 'a') AS a2 \gset
@@ -292,6 +292,16 @@ SELECT fc_claim('fc_ord2', 10) AS claimed;
 SELECT wf_cancel('fc_ord2', :s1) AS cancelled;
 SELECT fc_claim('fc_ord2', 10) AS claimed;
 SELECT fc_jobs('fc_ord2') AS jobs;
+
+-- wf_submit's steps with keys line up in an ordered queue like enqueued jobs.
+SELECT wf_configure_queue('fc_ord_wf', ordered => true);
+SELECT wf_submit('{"queue": "fc_ord_wf", "steps": [{"name": "x1", "key": "x", "payload": "x1"},
+                  {"name": "x2", "key": "x", "payload": "x2"}]}') IS NOT NULL AS submitted;
+SELECT fc_claim('fc_ord_wf', 10) AS claimed;
+SELECT fc_claim('fc_ord_wf', 10) AS claimed;
+SELECT wf_complete('fc_ord_wf', id, attempt) AS completed FROM wf.jobs
+ WHERE queue = 'fc_ord_wf' AND status = 'running';
+SELECT fc_claim('fc_ord_wf', 10) AS claimed;
 
 -- ===== 6. Rate limits =====
 -- rate_limit 3 per hour: a claim takes what the window has left.
