@@ -6,7 +6,8 @@
 -- SQLSTATE, and with proof that it changed nothing.
 -- Queues of this file: fc_*. Ids and timestamps are never printed: jobs are
 -- named by their payload, or compared with ids kept by \gset.
--- Time: one pg_sleep(1.2) (section 9) and one claim waiting 100 ms.
+-- Time: one pg_sleep(1.2) (section 9), one claim waiting 100 ms, and a
+-- database created and dropped (section 10).
 
 -- A fingerprint of everything of this file a call could change: its queue
 -- settings, its jobs (every column), ready rows, dedup windows and ordered
@@ -512,3 +513,24 @@ SELECT payload, status, attempt, finished_at IS NOT NULL AS finished,
        regexp_replace(replace(last_error, :'late', '<late>'), '\(.*\)', '(<start_by>)') AS last_error
   FROM wf.jobs WHERE id IN (:late, :child, :blocked, :ontime, :later) ORDER BY id;
 SELECT wf_complete('fc_sb_ontime', :ontime, 1) AS completed;
+
+-- ===== 10. Rate windows belong to their database =====
+-- A queue of the same name in another database has a window of its own.
+SELECT wf_configure_queue('fc_rate_db', rate_limit => 2, rate_period => '1 hour');
+SELECT count(*) FROM wf_enqueue_batch('fc_rate_db', '["x1", "x2", "x3"]');
+SELECT fc_claim('fc_rate_db', 10) AS claimed;
+SELECT rate_left FROM wf.queue_stats WHERE queue = 'fc_rate_db';
+CREATE DATABASE fc_other_db;
+\c fc_other_db
+CREATE EXTENSION pg_wf;
+SELECT wf_configure_queue('fc_rate_db', rate_limit => 2, rate_period => '1 hour');
+SELECT count(*) FROM wf_enqueue_batch('fc_rate_db', '["y1", "y2", "y3"]');
+SELECT rate_left FROM wf.queue_stats WHERE queue = 'fc_rate_db';
+SELECT string_agg(payload #>> '{}', ',' ORDER BY payload #>> '{}') AS claimed
+  FROM wf_claim('fc_rate_db', max_jobs => 10);
+\c contrib_regression
+SET client_min_messages = warning;
+DROP DATABASE fc_other_db WITH (FORCE);
+RESET client_min_messages;
+SELECT rate_left FROM wf.queue_stats WHERE queue = 'fc_rate_db';
+SELECT fc_claim('fc_rate_db', 10) AS claimed;
