@@ -402,6 +402,7 @@ SELECT k.queue, k.key, k.ready, k.running, c.key_concurrency,
             WHEN c.ordered AND h.status = 'waiting' THEN 'ordered: head waiting'
             WHEN c.ordered AND h.status = 'blocked' THEN 'ordered: head blocked'
             WHEN c.ordered AND k.running > 0 THEN 'ordered: head running'
+            WHEN c.ordered AND h.run_at > now() THEN 'ordered: head not due'
             WHEN k.running >= c.key_concurrency THEN 'key_concurrency'
             WHEN c.key_rate_limit IS NOT NULL
                  AND wf._rate_left(k.queue, k.key, c.key_rate_limit,
@@ -421,7 +422,7 @@ SELECT k.queue, k.key, k.ready, k.running, c.key_concurrency,
        AND (c.fair OR c.ordered OR c.key_concurrency IS NOT NULL OR c.key_rate_limit IS NOT NULL)
   LEFT JOIN LATERAL (
        SELECT j.id, CASE WHEN j.status = 'pending' AND k.running > 0 THEN 'running'
-                         ELSE j.status END AS status
+                         ELSE j.status END AS status, j.run_at
          FROM wf.job j
         WHERE c.ordered AND j.queue = k.queue AND j.key = k.key
           AND j.id >= coalesce((SELECT g.head_id FROM wf.ordered_group g

@@ -450,7 +450,7 @@ void SpecReader::step_value(Field field, Kind k) {
                 defer_wrong_type("key", "a string", k);
                 break;
             }
-            defer_check([&] { validate_label(*string_, "\"key\" of " + ordinal()); });
+            defer_check([&] { validate_label(*string_, "\"key\""); });
             step.spec.key = *string_;
             break;
         case f_run_at:

@@ -348,8 +348,11 @@ PreparedStatement recover_statement(
     "                 THEN format('worker lost: session (pid %s) ended during attempt %s',"
     "                             lost.owner_pid, lost.attempt)"
     "                 WHEN lost.run_deadline IS NOT NULL AND lost.lease_expires_at >= lost.run_deadline"
-    "                 THEN format('timed out: attempt %s ran longer than its max_run_time (%s)',"
-    "                             lost.attempt, lost.run_deadline - lost.started_at)"
+    // Seconds, not an interval's text: that would follow the IntervalStyle
+    // of whichever session swept.
+    "                 THEN format('timed out: attempt %s ran longer than its max_run_time (%s s)',"
+    "                             lost.attempt, trim_scale(round(extract(epoch FROM"
+    "                               lost.run_deadline - lost.started_at), 3)))"
     "                 ELSE format('worker lost: lease expired at %s during attempt %s',"
     "                             lost.lease_expires_at, lost.attempt) END,"
     "    finished_at = CASE WHEN j.cancel_requested OR lost.attempt >= j.max_attempts THEN $2 END"
@@ -599,7 +602,10 @@ PreparedStatement fail_unstarted(
     WF_SQL_READY_ROW_OF("e", "r") ")),"
     " failed AS ("
     "  UPDATE wf.job j SET status = 'failed', finished_at = $1,"
-    "         last_error = format('not started by its start_by deadline (%s)', j.start_by)"
+    // In UTC and ISO 8601, whatever the sweeping session's settings.
+    "         last_error = format('not started by its start_by deadline (%s)',"
+    "                             to_char(j.start_by AT TIME ZONE 'UTC',"
+    "                                     'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'))"
     "    FROM expired e"
     "   WHERE j.queue = e.queue AND j.id = e.id"
     "     AND (e.status = 'blocked' OR (e.queue, e.id) IN (SELECT queue, id FROM unready)"
