@@ -200,3 +200,13 @@ BEGIN
   END LOOP;
 END $$;
 DROP TABLE wf_old_grants;
+-- Privileges granted by an extension's script are recorded as its initial
+-- privileges, which pg_dump leaves out. Those grants belong to the roles,
+-- not to pg_wf: the initial privileges of the three functions are what a
+-- fresh install gives them, so that a dump keeps the grants above.
+UPDATE pg_catalog.pg_init_privs
+   SET initprivs = '{wf_owner=X/wf_owner}'
+ WHERE classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0
+   AND objoid IN ('wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz)'::pg_catalog.regprocedure,
+                  'wf_enqueue_batch(text, jsonb, text[])'::pg_catalog.regprocedure,
+                  'wf_configure_queue(text, int, interval, interval, interval, int, boolean, int, interval, int, int, boolean, boolean, interval)'::pg_catalog.regprocedure);
