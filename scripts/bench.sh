@@ -615,7 +615,8 @@ flow_kc1=$FLOW_WF; flow_plain_kc=$FLOW_PLAIN
 row "flow: key_concurrency => 1, jobs over $flow_keys_label keys, 1 job/call, $ref8 clients" "$flow_kc1" "$flow_plain_kc" "jobs/s" \
     "$plain_note; never binds with $ref8 clients over $flow_keys_label keys, but each claim locks the key and counts its running jobs"
 
-flow_pair "fair over $flow_keys_label keys, 100 jobs/call" wf_claim100.sql flow_fair "$(fill_for 30000)"
+# (fill_for 30000, as section 2, runs dry at the first try on 2 cores.)
+flow_pair "fair over $flow_keys_label keys, 100 jobs/call" wf_claim100.sql flow_fair "$(fill_for 60000)"
 flow_fair100=$FLOW_WF; flow_plain100=$FLOW_PLAIN
 row "flow: fair => true, jobs over $flow_keys_label keys, claim+complete 100 jobs/call, $ref8 clients" "$flow_fair100" "$flow_plain100" "jobs/s" \
     "$plain_note; a claim of 100 takes one job from each of 100 keys in rotation"
