@@ -15,6 +15,7 @@
 #                   workflow takes; quick 10000), BENCH_DAG_WIDTH steps per stage (1000)
 #   BENCH_WAKE_JOBS jobs of the wake-up latency run (1000)
 #   BENCH_WAL_JOBS  jobs of the WAL run (20000; quick 4000)
+#   BENCH_FLOW_KEYS keys the jobs of section 11 (flow control) are spread over (1000)
 #   BENCH_PORT      port of the throwaway cluster (5499; Unix socket only)
 #   PG_CONFIG       the PostgreSQL to build against and run (default: the
 #                   system's PostgreSQL 15, /usr/lib/postgresql/15/bin/pg_config)
@@ -36,7 +37,7 @@ else
     WAL_JOBS=${BENCH_WAL_JOBS:-20000}; KILL_ROUNDS=5
 fi
 CLIENTS=${BENCH_CLIENTS:-"1 4 8 16"}
-# BENCH_ONLY="4 5": run only those sections (1-10), e.g. to reproduce one figure.
+# BENCH_ONLY="4 5": run only those sections (1-11), e.g. to reproduce one figure.
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 DAG_WIDTH=${BENCH_DAG_WIDTH:-1000}
 WAKE_JOBS=${BENCH_WAKE_JOBS:-1000}
@@ -532,12 +533,119 @@ row "diagnostic: time per job, 1 client, synchronous_commit=off" "$cpuwf" "$cpub
 
 fi
 
+# ---------------------------------------------------------------- 11. flow control
+if want 11; then
+# What a queue's flow control setting (wf_configure_queue, schema 1.5) costs
+# a worker whom it never holds back: the same jobs, the same pgbench scripts
+# (wf_claim1.sql, wf_claim100.sql), once in a queue with the setting and once
+# in queue flow_plain, which has none. Here the "baseline" column is that
+# plain pg_wf queue, not the SKIP LOCKED table: the ratio is the setting's
+# cost. Each pair alternates sides and keeps the best of BENCH_ROUNDS, as in
+# sections 1-3. Every job has a key, on both sides: key i % BENCH_FLOW_KEYS
+# (1,000) for the i-th job, so the ready jobs are spread over the keys and
+# each key holds many of them (a claim by key always finds one).
+FLOW_KEYS=${BENCH_FLOW_KEYS:-1000}
+flow_keys_label=$(awk -v n="$FLOW_KEYS" 'BEGIN { s = sprintf("%d", n); o = ""
+    while (length(s) > 3) { o = "," substr(s, length(s) - 2) o; s = substr(s, 1, length(s) - 3) }
+    print s o }')
+log "11. flow control, $ref8 clients, jobs over $flow_keys_label keys: each setting next to the same jobs in a queue without settings"
+# The queue settings stay across reset (wf.queue_config is not emptied).
+sql -c "SELECT wf_configure_queue('flow_fair', fair => true)" \
+    -c "SELECT wf_configure_queue('flow_rate', rate_limit => 10000000, rate_period => '1 second')" \
+    -c "SELECT wf_configure_queue('flow_keyconc', key_concurrency => 1)" >/dev/null
+[ "$(sql -c "SELECT count(*) FROM wf.queue_config WHERE queue = 'flow_plain'")" = 0 ] \
+    || die "queue flow_plain must have no settings"
+
+# fill_keyed QUEUE N: N pending jobs in bulk, the i-th with key k<i % FLOW_KEYS>.
+fill_keyed() {
+    local q=$1 n=$2 from=1 chunk
+    while [ "$n" -gt 0 ]; do
+        chunk=$(( n > 50000 ? 50000 : n ))
+        sql -c "SELECT count(*) FROM wf_enqueue_batch('$q',
+                    (SELECT jsonb_agg(jsonb_build_object('n', g, 'to', 'user@example.com') ORDER BY g)
+                       FROM generate_series($from, $from + $chunk - 1) g),
+                    (SELECT array_agg('k' || (g % $FLOW_KEYS) ORDER BY g)
+                       FROM generate_series($from, $from + $chunk - 1) g))" >/dev/null
+        from=$(( from + chunk )); n=$(( n - chunk ))
+    done
+}
+# flow_run SIDE SCRIPT CLIENTS FILL QUEUE: side wf claims from QUEUE (the
+# setting), side base from flow_plain (none); as fresh_claim_run otherwise,
+# with one more try (the first guess of a run's jobs comes from the ceiling,
+# which a busy disk can make far too low).
+flow_run() {
+    local side=$1 script=$2 c=$3 n=$4 q=$5 try
+    [ "$side" = base ] && q=flow_plain
+    for try in 1 2 3; do
+        reset wf; fill_keyed "$q" "$n"; settle
+        claim_run wf "$script" "$c" "$q"
+        [ "$DRY" = 1 ] || return 0
+        log "  $q ran dry with $n jobs; again with $((n * 3))"
+        n=$((n * 3))
+    done
+    RATE="$RATE (ran dry)"
+}
+# The claim really goes by key: wf.key_stats lists the keys of queues that
+# claim key by key only.
+reset wf; fill_keyed flow_fair "$FLOW_KEYS"; fill_keyed flow_plain "$FLOW_KEYS"
+read -r fair_keys plain_keys <<<"$(sql -F ' ' -c "SELECT count(*) FILTER (WHERE queue = 'flow_fair'), count(*) FILTER (WHERE queue = 'flow_plain') FROM wf.key_stats")"
+[ "$fair_keys" = "$FLOW_KEYS" ] && [ "$plain_keys" = 0 ] \
+    || log "  warning: wf.key_stats shows $fair_keys keys for flow_fair (expected $FLOW_KEYS), $plain_keys for flow_plain (expected 0)"
+
+flow_n=$(fill_for "$(awk -v c="${CEIL[$ref8]}" 'BEGIN { print (c > 4000 ? c : 4000) }')")
+flow_pair() {  # LABEL SCRIPT QUEUE FILL: sets FLOW_WF and FLOW_PLAIN
+    measure_pair flow_run "$2" "$2" "$ref8" "$4" "$3"
+    FLOW_WF=$PAIR_WF; FLOW_PLAIN=$PAIR_BASE
+    log "  $1: $FLOW_WF, no settings: $FLOW_PLAIN jobs/s ($(awk -v a="${FLOW_WF%% *}" -v b="${FLOW_PLAIN%% *}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')×)"
+}
+plain_note="baseline column: pg_wf, the same jobs in a queue without settings (not the SKIP LOCKED table)"
+
+flow_pair "fair over $flow_keys_label keys, 1 job/call" wf_claim1.sql flow_fair "$flow_n"
+flow_fair1=$FLOW_WF; flow_plain1=$FLOW_PLAIN
+row "flow: fair => true, jobs over $flow_keys_label keys, claim+complete 1 job/call, $ref8 clients" "$flow_fair1" "$flow_plain1" "jobs/s" \
+    "$plain_note; each claim takes the next key in its session's rotation (one index descent to find it, one to take its job); target ≥ 0.80×"
+
+flow_pair "rate_limit 10,000,000 per second, 1 job/call" wf_claim1.sql flow_rate "$flow_n"
+flow_rate1=$FLOW_WF; flow_plain_r=$FLOW_PLAIN
+row "flow: rate_limit 10,000,000 per 1 s (never reached), 1 job/call, $ref8 clients" "$flow_rate1" "$flow_plain_r" "jobs/s" \
+    "$plain_note; each claim reserves in the queue's sliding window in shared memory; target ≥ 0.90×"
+
+flow_pair "key_concurrency 1 over $flow_keys_label keys, 1 job/call" wf_claim1.sql flow_keyconc "$flow_n"
+flow_kc1=$FLOW_WF; flow_plain_kc=$FLOW_PLAIN
+row "flow: key_concurrency => 1, jobs over $flow_keys_label keys, 1 job/call, $ref8 clients" "$flow_kc1" "$flow_plain_kc" "jobs/s" \
+    "$plain_note; never binds with $ref8 clients over $flow_keys_label keys, but each claim locks the key and counts its running jobs"
+
+# (fill_for 30000, as section 2, runs dry at the first try on 2 cores.)
+flow_pair "fair over $flow_keys_label keys, 100 jobs/call" wf_claim100.sql flow_fair "$(fill_for 60000)"
+flow_fair100=$FLOW_WF; flow_plain100=$FLOW_PLAIN
+row "flow: fair => true, jobs over $flow_keys_label keys, claim+complete 100 jobs/call, $ref8 clients" "$flow_fair100" "$flow_plain100" "jobs/s" \
+    "$plain_note; a claim of 100 takes one job from each of 100 keys in rotation"
+
+# The CPU a setting adds, without the fsync wait (as section 10): 1 client,
+# synchronous_commit=off for these sessions only.
+flow_cpu_run() {  # SIDE SCRIPT QUEUE: sets RATE
+    local q=$3
+    [ "$1" = base ] && q=flow_plain
+    reset wf; fill_keyed "$q" "$(fill_for 8000)"; settle
+    PGOPTIONS="$PGOPTIONS -c synchronous_commit=off" claim_run wf "$2" 1 "$q"
+    [ "$DRY" = 1 ] && RATE="$RATE (ran dry)"
+    return 0
+}
+measure_pair flow_cpu_run wf_claim1.sql wf_claim1.sql flow_fair
+flow_cpu_fair=$(awk -v r="${PAIR_WF%% *}" 'BEGIN { printf "%.0f", (r > 0 ? 1e6 / r : 0) }')
+flow_cpu_plain=$(awk -v r="${PAIR_BASE%% *}" 'BEGIN { printf "%.0f", (r > 0 ? 1e6 / r : 0) }')
+log "  time per job, 1 client, synchronous_commit=off: fair $flow_cpu_fair, no settings $flow_cpu_plain µs"
+row "flow, diagnostic: time per job, fair => true, 1 client, synchronous_commit=off" "$flow_cpu_fair" "$flow_cpu_plain" "µs, lower is better" \
+    "$plain_note; claim+complete 1 job/call without the fsync wait: the CPU the fair rotation adds"
+
+fi
+
 # ---------------------------------------------------------------- report
 {
     echo "# pg_wf benchmark"
     echo
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, PostgreSQL $(sql -c 'SHOW server_version'), pg_wf $(sql -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'") at $(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$repo" && git diff --quiet HEAD -- src sql 2>/dev/null || echo ' + local changes')."
-    echo "fsync=on, synchronous_commit=on, shared_buffers=256MB; pgbench -M prepared as role $bench_user, ${T}s per run; throughput pairs (sections 1-3) best of $ROUNDS, sides alternating; $([ "$quick" = 1 ] && echo 'QUICK run' || echo 'full run')."
+    echo "fsync=on, synchronous_commit=on, shared_buffers=256MB; pgbench -M prepared as role $bench_user, ${T}s per run; throughput pairs (sections 1-3, 11) best of $ROUNDS, sides alternating; $([ "$quick" = 1 ] && echo 'QUICK run' || echo 'full run')."
     echo "A job = claim (one commit) + complete (another). Ratio = pg_wf / baseline of the same run."
     echo
     $PY "$bench_src/table.py" "$rows"
@@ -549,6 +657,7 @@ echo "pg_wf raw figures:"
 echo "  claim+complete, $ref8 clients, 1 job/call: ${WF1[$ref8]} jobs/s (baseline ${BASE1[$ref8]})"
 echo "  claim+complete, 8 clients, max_jobs 100: $wf100 jobs/s (baseline $base100)"
 want 5 && echo "  claim+complete from one ${dag_label}-step workflow (wf_submit in ${wf_dag_build}s), $ref8 clients: $wfdag jobs/s; ${dag_label} independent jobs: $wfindep; NOT EXISTS baseline: $basedag"
+want 11 && echo "  flow control over $flow_keys_label keys, $ref8 clients, 1 job/call: fair $flow_fair1, rate-limited $flow_rate1, key_concurrency 1 $flow_kc1 jobs/s (no settings: $flow_plain1, $flow_plain_r, $flow_plain_kc); 100 jobs/call: fair $flow_fair100 (no settings $flow_plain100)"
 echo "  commit-to-wake latency: p50 $(jget "$wake_wf" p50_ms) ms, p99 $(jget "$wake_wf" p99_ms) ms"
 echo "  SIGKILLed client's jobs claimable again after: $(jget "$kill_res" p50_ms) ms (median), $(jget "$kill_res" max_ms) ms (max)"
 echo "(table written to $results_dir/results.md)"
