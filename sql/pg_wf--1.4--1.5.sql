@@ -17,17 +17,17 @@ ALTER TABLE wf.queue_config
     ADD COLUMN max_run_time    interval CHECK (max_run_time > interval '0');
 
 ALTER TABLE wf.job
-    ADD COLUMN key          text,
+    ADD COLUMN key          text COLLATE "C",
     ADD COLUMN dedup_key    text,
     ADD COLUMN max_run_time interval,
     ADD COLUMN start_by     timestamptz;
 CREATE INDEX job_key ON wf.job (queue, key, id) WHERE key IS NOT NULL;
 CREATE INDEX job_start_by ON wf.job (start_by) WHERE start_by IS NOT NULL;
 
-ALTER TABLE wf.ready ADD COLUMN key text;
+ALTER TABLE wf.ready ADD COLUMN key text COLLATE "C";
 CREATE INDEX ready_key_order ON wf.ready (queue, key, priority DESC, run_at, id);
 
-ALTER TABLE wf.claim ADD COLUMN key text, ADD COLUMN run_deadline timestamptz;
+ALTER TABLE wf.claim ADD COLUMN key text COLLATE "C", ADD COLUMN run_deadline timestamptz;
 CREATE INDEX claim_key ON wf.claim (queue, key) WHERE key IS NOT NULL;
 
 CREATE TABLE wf.dedup (
@@ -38,7 +38,7 @@ CREATE TABLE wf.dedup (
 );
 CREATE TABLE wf.ordered_group (
     queue   text   NOT NULL,
-    key     text   NOT NULL,
+    key     text   COLLATE "C" NOT NULL,
     head_id bigint NOT NULL,
     PRIMARY KEY (queue, key)
 );

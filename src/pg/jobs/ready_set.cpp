@@ -16,6 +16,7 @@ extern "C" {
 #include "access/tableam.h"
 #include "access/skey.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
 #include "executor/executor.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
@@ -73,8 +74,9 @@ void open_ready_set(bool by_key, Relation* table, Relation* index) {
     Form_pg_index form = (*index)->rd_index;
     if ((*index)->rd_rel->relam != BTREE_AM_OID || form->indrelid != table_oid ||
         form->indnkeyatts < (by_key ? 2 : 1) || form->indkey.values[0] != kQueue ||
-        (by_key && form->indkey.values[1] != kKey))
-        unexpected_ready_set(by_key ? "wf.ready_key_order is not a btree on (queue, key, ...)"
+        (by_key && (form->indkey.values[1] != kKey ||
+                    (*index)->rd_indcollation[1] != C_COLLATION_OID)))
+        unexpected_ready_set(by_key ? "wf.ready_key_order is not a btree on (queue, key COLLATE \"C\", ...)"
                                     : "wf.ready_claim_order is not a btree on (queue, ...)");
     CheckCmdReplicaIdentity(*table, CMD_DELETE);
 }

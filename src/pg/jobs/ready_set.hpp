@@ -25,7 +25,8 @@ struct ReadyRow {
 // writes and, in READ COMMITTED, every job committed before it.
 std::vector<ReadyRow> take_ready_rows(Datum queue, TimestampTz now, int limit);
 
-// The ready rows of one key, or (is_null) of the jobs without a key.
+// The ready rows of one key, or (is_null) of the jobs without a key. Keys
+// order as bytes, as wf.ready's key column (COLLATE "C") does in the index.
 struct ReadyGroup {
     bool is_null = false;
     std::string key;
