@@ -77,11 +77,7 @@ int claim_limit(const ClaimRequest& req, const QueueSettings& settings, ClaimOwn
 // try again (-1: wait for a wake-up).
 std::vector<ClaimedJob> claim_once(const ClaimRequest& req, long* retry_after_ms = nullptr) {
     QueueSettings settings = queue_settings(req.queue);
-    if ((settings.flow.rate || settings.flow.key_rate) && !shared_memory_ready())
-        throw core::Error("55000", "rate limits need pg_wf in shared_preload_libraries",
-                          "The windows of rate limits live in pg_wf's shared memory.",
-                          "Add pg_wf to shared_preload_libraries and restart the server, or "
-                          "remove the queue's rate limits.");
+    if (settings.flow.rate || settings.flow.key_rate) require_rate_windows();
     ClaimOwner owner{};
     int limit = claim_limit(req, settings, &owner);
     return claim_jobs(req.queue, owner, limit, settings.flow.any() ? &settings.flow : nullptr,

@@ -30,6 +30,15 @@ std::vector<int64> read_dependencies(FunctionCallInfo fcinfo, int n) {
     return ids;
 }
 
+// The jobs of an ordered queue run in line per key: one without a key has
+// no line to join (22023).
+[[noreturn]] void refuse_job_without_key(std::string_view queue, const char* hint) {
+    throw core::Error(core::sqlstate::invalid_parameter,
+                      "queue \"" + std::string(queue) + "\" is ordered: a job needs a key",
+                      "An ordered queue runs the jobs of each key one at a time, in enqueue order.",
+                      hint);
+}
+
 }  // namespace
 }  // namespace wf::pg
 
@@ -89,11 +98,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
         require_right(Capability::produce, queue);
         QueueSettings settings = queue_settings(job.queue);
         if (settings.flow.ordered && !job.key)
-            throw core::Error(core::sqlstate::invalid_parameter,
-                              "queue \"" + std::string(queue) + "\" is ordered: a job needs a key",
-                              "An ordered queue runs the jobs of each key one at a time, in "
-                              "enqueue order.",
-                              "Pass key => the group this job runs in order with.");
+            refuse_job_without_key(queue, "Pass key => the group this job runs in order with.");
         if (settings.flow.ordered)
             lock_keys_for_enqueue(queue, {std::string(text_arg(fcinfo, 9, "key"))});
         // A dedup key: an active job that holds it is the answer (and,
@@ -209,11 +214,7 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
         require_right(Capability::produce, queue);
         QueueSettings settings = queue_settings(queue_datum);
         if (settings.flow.ordered && !every_job_has_a_key && JB_ROOT_COUNT(payloads) > 0)
-            throw core::Error(core::sqlstate::invalid_parameter,
-                              "queue \"" + std::string(queue) + "\" is ordered: a job needs a key",
-                              "An ordered queue runs the jobs of each key one at a time, in "
-                              "enqueue order.",
-                              "Pass keys => one key per payload.");
+            refuse_job_without_key(queue, "Pass keys => one key per payload.");
         if (settings.flow.ordered) lock_keys_for_enqueue(queue, key_texts);
         return insert_pending_jobs(queue_datum, PointerGetDatum(payloads), settings.max_attempts,
                                    keys);

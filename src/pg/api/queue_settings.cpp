@@ -113,13 +113,11 @@ QueueSettings queue_settings(Datum queue) {
         settings.has_max_running = config.bool_at(0, "has_max_running");
         settings.paused = config.bool_at(0, "paused");
         settings.max_attempts = config.int32_at(0, "max_attempts");
-        // As wf._rate_left computes it: the window is found by its limit too.
-        int64 period_us = static_cast<int64>(
-            interval_seconds(DatumGetIntervalP(config.datum(0, "rate_period"))) * 1e6);
+        const Interval* period = DatumGetIntervalP(config.datum(0, "rate_period"));
         if (!config.is_null(0, "rate_limit"))
-            settings.flow.rate = RateLimit{config.int32_at(0, "rate_limit"), period_us};
+            settings.flow.rate = rate_limit_of(config.int32_at(0, "rate_limit"), period);
         if (!config.is_null(0, "key_rate_limit"))
-            settings.flow.key_rate = RateLimit{config.int32_at(0, "key_rate_limit"), period_us};
+            settings.flow.key_rate = rate_limit_of(config.int32_at(0, "key_rate_limit"), period);
         if (!config.is_null(0, "key_concurrency"))
             settings.flow.key_concurrency = config.int32_at(0, "key_concurrency");
         settings.flow.fair = config.bool_at(0, "fair");
@@ -133,6 +131,18 @@ QueueSettings queue_settings(Datum queue) {
     if (cache.size() >= kMaxCachedQueues) cache.clear();
     if (OidIsValid(config_relid)) cache.emplace(std::move(key), settings);
     return settings;
+}
+
+RateLimit rate_limit_of(int32 limit, const Interval* period) {
+    return RateLimit{limit, static_cast<int64>(interval_seconds(period) * 1e6)};
+}
+
+void require_rate_windows() {
+    if (shared_memory_ready()) return;
+    throw core::Error("55000", "rate limits need pg_wf in shared_preload_libraries",
+                      "The windows of rate limits live in pg_wf's shared memory.",
+                      "Add pg_wf to shared_preload_libraries and restart the server, or "
+                      "remove the queue's rate limits.");
 }
 
 void invalidate_queue_settings() {
@@ -179,12 +189,8 @@ WF_SQL_FUNCTION(wf_configure_queue) {
                               "an ordered queue runs one job per key at a time",
                               "key_concurrency above 1 contradicts ordered.",
                               "Set key_concurrency => 0 (or 1), or ordered => false.");
-        // The windows are in shared memory: without it no claim could
-        // count them, and every claim of the queue would fail.
-        if (result.bool_at(0, "rate_limited") && !shared_memory_ready())
-            throw core::Error("55000", "rate limits need pg_wf in shared_preload_libraries",
-                              "The windows of rate limits live in pg_wf's shared memory.",
-                              "Add pg_wf to shared_preload_libraries and restart the server.");
+        // Without shared memory every claim of the queue would fail.
+        if (result.bool_at(0, "rate_limited")) require_rate_windows();
         invalidate_queue_settings();
         // Unpaused, or room under a higher max_running: waiting claimers retry.
         note_queue_ready(queue);
@@ -201,10 +207,8 @@ WF_SQL_FUNCTION(wf_rate_left) {
     if (!shared_memory_ready() || !reader_holds_right(std::nullopt, queue)) PG_RETURN_NULL();
     std::optional<std::string_view> key;
     if (!PG_ARGISNULL(1)) key = text_arg(fcinfo, 1, "key");
-    int32 limit = PG_GETARG_INT32(2);
-    double seconds = interval_seconds(PG_GETARG_INTERVAL_P(3));
-    if (limit <= 0 || seconds <= 0) PG_RETURN_NULL();
-    RateLimit rate{limit, static_cast<int64>(seconds * 1e6)};
+    RateLimit rate = rate_limit_of(PG_GETARG_INT32(2), PG_GETARG_INTERVAL_P(3));
+    if (rate.limit <= 0 || rate.period_us <= 0) PG_RETURN_NULL();
     int left = rate_left(rate_window_id(queue, key ? &*key : nullptr), rate, GetCurrentTimestamp());
     PG_RETURN_INT32(left);
 }

@@ -28,6 +28,13 @@ extern int default_lease_ms;
 // Reads through the cache; runs inside SPI.
 QueueSettings queue_settings(Datum queue);
 
+// A rate limit of `limit` per `period`, as claims and wf._rate_left count
+// it (a window is found by its limit and period too).
+RateLimit rate_limit_of(int32 limit, const Interval* period);
+
+// 55000 unless pg_wf's shared memory, where rate windows live, is there.
+void require_rate_windows();
+
 // Called by wf_configure_queue after it changed a queue's row.
 void invalidate_queue_settings();
 

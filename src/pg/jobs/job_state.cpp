@@ -70,13 +70,13 @@ void note_ready_queues(const Rows& rows, const char* status_column = nullptr) {
     {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID, \
      INT8ARRAYOID, INT4OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID}
 
-PreparedStatement insert_keyed_job(
+PreparedStatement insert_job_with_idempotency_key(
     WF_INSERT_JOB_SQL(" ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
                       " DO NOTHING",
                       WF_SQL_ENTER_READY),
     WF_INSERT_JOB_TYPES);
 
-PreparedStatement insert_unkeyed_job(WF_INSERT_JOB_SQL("", WF_SQL_ENTER_READY_NEW),
+PreparedStatement insert_job_without_idempotency_key(WF_INSERT_JOB_SQL("", WF_SQL_ENTER_READY_NEW),
                                      WF_INSERT_JOB_TYPES);
 
 PreparedStatement find_by_key(
@@ -611,9 +611,11 @@ PreparedStatement fail_unstarted(
     "     AND (e.status = 'blocked' OR (e.queue, e.id) IN (SELECT queue, id FROM unready)"
     "          OR (e.queue, e.id) NOT IN (SELECT queue, id FROM had_ready))"
     "  RETURNING j.id)"
-    " SELECT (SELECT array_agg(id) FROM failed) AS failed,"
-    "        (SELECT min(start_by) FROM candidate c"
-    "          WHERE (c.queue, c.id) NOT IN (SELECT queue, id FROM expired)) AS skipped_from",
+    // One row per job failed, or one with id NULL; each with skipped_from.
+    " SELECT f.id, s.skipped_from"
+    "   FROM (SELECT min(start_by) AS skipped_from FROM candidate c"
+    "          WHERE (c.queue, c.id) NOT IN (SELECT queue, id FROM expired)) AS s"
+    "   LEFT JOIN failed f ON true",
     {TIMESTAMPTZOID, TIMESTAMPTZOID});
 
 std::vector<int64> int64_column(const Rows& rows, const char* column) {
@@ -646,7 +648,8 @@ std::optional<int64> insert_job(const NewJob& job) {
     p.set_or_null(14, !job.dedup_key, job.dedup_key.value_or(0));
     p.set_or_null(15, !job.max_run_time, job.max_run_time.value_or(0));
     p.set_or_null(16, !job.start_by, job.start_by.value_or(0));
-    PreparedStatement& insert = job.idempotency_key ? insert_keyed_job : insert_unkeyed_job;
+    PreparedStatement& insert = job.idempotency_key ? insert_job_with_idempotency_key
+                                                    : insert_job_without_idempotency_key;
     Rows rows = insert.execute(p.values, p.nulls);
     if (rows.empty()) return std::nullopt;
     if (std::strcmp(job.status, "pending") == 0) note_queue_ready(text_view(job.queue));
@@ -725,14 +728,13 @@ int64 fail_unstarted_jobs(std::vector<int64>* finished) {
     look_from = rows.is_null(0, "skipped_from")
                     ? now
                     : std::min(now, DatumGetTimestampTz(rows.datum(0, "skipped_from")));
-    if (rows.is_null(0, "failed")) return 0;
-    ArrayType* ids = call([&] { return DatumGetArrayTypeP(rows.datum(0, "failed")); });
-    int count = 0;
-    Datum* elements = nullptr;
-    bool* nulls = nullptr;
-    call([&] { deconstruct_array(ids, INT8OID, 8, true, 'd', &elements, &nulls, &count); });
-    for (int i = 0; i < count; i++) finished->push_back(DatumGetInt64(elements[i]));
-    return count;
+    int64 failed = 0;
+    for (uint64 r = 0; r < rows.size(); r++) {
+        if (rows.is_null(r, "id")) continue;
+        finished->push_back(rows.int64_at(r, "id"));
+        failed++;
+    }
+    return failed;
 }
 
 // ------------------------------------------------------------------ claim
