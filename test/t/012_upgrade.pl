@@ -1,4 +1,4 @@
-# ALTER EXTENSION pg_wf UPDATE from 1.1 to the current version (1.5), through
+# ALTER EXTENSION pg_wf UPDATE from 1.1 to the current version (1.6), through
 # 1.2, where a claim's running state moved from the job row to the unlogged
 # claim table (1.3 then drops the job row's unused owner_pid). The library
 # does not serve a schema older than 1.2: every function says so (55000,
@@ -63,7 +63,7 @@ is( $node->safe_psql('postgres', "BEGIN; ALTER EXTENSION pg_wf UPDATE; $jobs_sql
 	"$jobs_before\npending 0",
 	'every job is as it was, the claimed one running at attempt 1; its job row is one attempt behind');
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"),
-	'1.5', 'updated to 1.5');
+	'1.6', 'updated to 1.6');
 
 # The worker now serves the database: the lost claim is recovered, its
 # attempt counted, and the job runs again and releases its child.
@@ -138,12 +138,75 @@ my $schema_sql = q{
 	    FROM pg_class c WHERE c.relnamespace = 'wf'::regnamespace) s};
 my $upgraded = $node->safe_psql('postgres', $schema_sql);
 my $fresh = $node->safe_psql('fresh', $schema_sql);
-is($upgraded, $fresh, 'the updated schema equals a fresh 1.5 install');
+is($upgraded, $fresh, 'the updated schema equals a fresh 1.6 install');
 is( $node->safe_psql('postgres', q{
 	SELECT array_agg(c::regclass::text ORDER BY c::regclass::text) FROM pg_extension, unnest(extconfig) c WHERE extname = 'pg_wf'}),
 	$node->safe_psql('fresh', q{
 	SELECT array_agg(c::regclass::text ORDER BY c::regclass::text) FROM pg_extension, unnest(extconfig) c WHERE extname = 'pg_wf'}),
 	'the same tables are dumped as in a fresh install');
+
+# ---- rights granted under 1.5 hold after the update to 1.6 ----
+# A database at 1.5 whose roles hold capabilities, with the EXECUTE grants
+# wf_grant gave them then (written here as it wrote them: the 1.6 library
+# serves no 1.5 schema). The update recreates the functions whose arguments
+# grew and adds new ones; afterwards every role may run exactly what
+# wf_grant gives the same capabilities in a fresh 1.6 database, and none of
+# it is recorded as the extension's initial privileges (which pg_dump
+# leaves out).
+my %rights_1_5 = (
+	produce => [qw(wf_enqueue wf_enqueue_batch wf_submit)],
+	work    => [qw(wf_claim wf_complete_and_claim wf_heartbeat wf_complete wf_complete_many
+		  wf_fail wf_checkpoint wf_snooze wf_await_event)],
+	signal  => [qw(wf_signal)],
+	operate => [qw(wf_retry wf_cancel wf_cancel_workflow wf_workflow)]);
+$rights_1_5{administer} = [ (map { @$_ } values %rights_1_5),
+	qw(wf_configure_queue wf_schedule wf_unschedule wf_sweep wf_recover_lost_claims wf_grant wf_revoke) ];
+my @capabilities = sort keys %rights_1_5;
+$node->safe_psql('postgres', join('', map { "CREATE ROLE up_$_;\n" } @capabilities));
+$node->safe_psql('postgres', 'CREATE DATABASE granted_1_5');
+$node->safe_psql('granted_1_5', "CREATE EXTENSION pg_wf VERSION '1.5'");
+for my $c (@capabilities)
+{
+	my $names = join(',', @{ $rights_1_5{$c} });
+	$node->safe_psql('granted_1_5', qq{
+		INSERT INTO wf.grant (grantee, capability, queues, granted_by)
+		     VALUES ('up_$c', '$c', 'q*', current_user::regrole);
+		DO \$\$
+		DECLARE f regprocedure;
+		BEGIN
+		  FOR f IN SELECT p.oid FROM pg_proc p
+		            WHERE p.pronamespace = 'public'::regnamespace
+		              AND p.proname = ANY ('{$names}'::text[]) LOOP
+		    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO up_$c', f);
+		  END LOOP;
+		END \$\$;});
+}
+$node->safe_psql('granted_1_5', 'ALTER EXTENSION pg_wf UPDATE');
+is($node->safe_psql('granted_1_5', "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"),
+	'1.6', 'a 1.5 database with grants updated to 1.6');
+$node->safe_psql('postgres', 'CREATE DATABASE granted_1_6');
+$node->safe_psql('granted_1_6', 'CREATE EXTENSION pg_wf');
+$node->safe_psql('granted_1_6', join('', map { "SELECT wf_grant('up_$_', '$_', 'q*');\n" } @capabilities));
+my $execute_sql = q{
+	SELECT string_agg(format('%s %s %s', p.proname, a.grantee::regrole, a.grantor::regrole),
+	                  E'\n' ORDER BY p.proname, a.grantee::regrole::text)
+	  FROM pg_proc p, aclexplode(p.proacl) a
+	 WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'wf\_%'
+	   AND a.privilege_type = 'EXECUTE' AND a.grantee::regrole::text LIKE 'up\_%'};
+my $granted_fresh = $node->safe_psql('granted_1_6', $execute_sql);
+like($granted_fresh, qr/^wf_progress up_work wf_owner$/m,
+	'fresh 1.6: wf_grant gives work the new wf_progress');
+is($node->safe_psql('granted_1_5', $execute_sql), $granted_fresh,
+	'updated from 1.5: each role may run what wf_grant gives its capability in 1.6');
+my $init_privs_sql = q{
+	SELECT string_agg(format('%s %s', ip.objoid::regprocedure, ip.initprivs), E'\n'
+	                  ORDER BY ip.objoid::regprocedure::text)
+	  FROM pg_init_privs ip
+	 WHERE ip.classoid = 'pg_proc'::regclass
+	   AND ip.objoid IN (SELECT oid FROM pg_proc WHERE pronamespace = 'public'::regnamespace
+	                                               AND proname LIKE 'wf\_%')};
+is($node->safe_psql('granted_1_5', $init_privs_sql), $node->safe_psql('granted_1_6', $init_privs_sql),
+	"updated from 1.5: the roles' grants are not the extension's initial privileges");
 
 ok(!$node->log_contains(qr/ERROR:  (?!.*older than its library)/), 'no other errors in the server log')
   or diag(join("\n", grep { /ERROR/ } split /\n/, slurp_file($node->logfile)));

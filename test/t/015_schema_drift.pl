@@ -29,15 +29,15 @@ my $current = $node->safe_psql('postgres',
 	"SELECT default_version FROM pg_available_extensions WHERE name = 'pg_wf'");
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(version, ' ' ORDER BY version) FROM pg_available_extension_versions WHERE name = 'pg_wf'"),
-	'1.0 1.1 1.2 1.3 1.4 1.5', 'versions 1.0 to 1.5 are installable');
+	'1.0 1.1 1.2 1.3 1.4 1.5 1.6', 'versions 1.0 to 1.6 are installable');
 is( $node->safe_psql('postgres',
 		"SELECT path FROM pg_extension_update_paths('pg_wf') WHERE source = '1.0' AND target = '$current'"),
-	'1.0--1.1--1.2--1.3--1.4--1.5', 'the update path from 1.0');
+	'1.0--1.1--1.2--1.3--1.4--1.5--1.6', 'the update path from 1.0');
 
 # One database created fresh, one created at each older version and updated.
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION pg_wf');
-my @old = ('1.0', '1.1', '1.2', '1.3', '1.4');
+my @old = ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5');
 for my $v (@old)
 {
 	(my $db = "from_$v") =~ s/\./_/;
@@ -378,7 +378,8 @@ cmp_ok(scalar(keys %$fresh), '>', 500, 'fresh: over 500 objects compared in all'
 like($fresh->{'rows of table wf.claim'}, qr/"owner_session": 0/, 'fresh: the sentinel claim is seen');
 is_deeply([ sort keys %{ $fresh->{'extension pg_wf'}{dumped} } ],
 	[ sort('wf."grant"', map { "wf.$_" } qw(job job_id_seq ready dependency queue_config
-		  release_debt workflow checkpoint event event_wait schedule dedup ordered_group)) ],
+		  release_debt workflow checkpoint event event_wait schedule dedup ordered_group
+		  workflow_key child)) ],
 	'fresh: the dumped tables are seen');
 ok(!grep({ /^column wf\.job\.owner_pid$/ } keys %$fresh), 'fresh: wf.job has no owner_pid');
 ok(exists $fresh->{'column wf.claim.owner_pid'}, 'fresh: wf.claim has owner_pid');

@@ -4,13 +4,14 @@
 
 #include "pg/base/postgres.hpp"
 
-// The versions of the extension's SQL objects this library can serve. 1.5
+// The versions of the extension's SQL objects this library can serve. 1.6
+// added child workflows, versions, result waits, fan-out and progress; 1.5
 // added the columns of flow control, which its statements name; 1.4 pinned
 // every function's search_path and guards pg_wf's tables: an older
 // schema is refused until ALTER EXTENSION pg_wf UPDATE, since its functions
 // could be made to run planted code.
-#define WF_OLDEST_SCHEMA_VERSION "1.5"
-#define WF_SCHEMA_VERSION "1.5"
+#define WF_OLDEST_SCHEMA_VERSION "1.6"
+#define WF_SCHEMA_VERSION "1.6"
 
 namespace wf::pg {
 
