@@ -53,7 +53,9 @@ CREATE TABLE wf.queue_config (
     key_concurrency int      CHECK (key_concurrency > 0),  -- running jobs per key
     fair            boolean  NOT NULL DEFAULT false,       -- claims rotate over keys
     ordered         boolean  NOT NULL DEFAULT false,       -- one job per key, in enqueue order
-    max_run_time    interval CHECK (max_run_time > interval '0')
+    max_run_time    interval CHECK (max_run_time > interval '0'),
+    -- Workflows 2 (1.6): the version of the queue's jobs that name none.
+    version         text COLLATE "C"
 );
 
 CREATE SEQUENCE wf.job_id_seq;
@@ -118,6 +120,13 @@ CREATE TABLE wf.job (
     dedup_key        text,
     max_run_time     interval,
     start_by         timestamptz,
+    -- Workflows 2 (1.6), set once: the version of the code that runs it
+    -- (claims may ask for versions), and for a step of a child workflow the
+    -- job that started it. progress: the last wf_progress of an attempt
+    -- that ended (a running one's is in its claim row).
+    version          text COLLATE "C",
+    child_of         bigint,
+    progress         jsonb,
     PRIMARY KEY (queue, id)
 ) WITH (fillfactor = 50);
 ALTER SEQUENCE wf.job_id_seq OWNED BY wf.job.id;
@@ -147,13 +156,18 @@ CREATE TABLE wf.ready (
     priority int         NOT NULL,
     run_at   timestamptz NOT NULL,
     id       bigint      NOT NULL,
-    key      text COLLATE "C"  -- the job's key (1.5)
+    key      text COLLATE "C",  -- the job's key (1.5)
+    version  text COLLATE "C"   -- the job's version (1.6)
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
         autovacuum_vacuum_cost_delay = 0);
 CREATE UNIQUE INDEX ready_claim_order ON wf.ready (queue, priority DESC, run_at, id);
 -- The same rows key by key, for claims that go key by key (fair, ordered,
 -- per-key limits): skipping from one key to the next is one index descent.
 CREATE INDEX ready_key_order ON wf.ready (queue, key, priority DESC, run_at, id);
+-- The rows of versioned jobs version by version, for claims that name the
+-- versions they run: each version's rows are one index range.
+CREATE INDEX ready_version_order ON wf.ready (queue, version, priority DESC, run_at, id)
+    WHERE version IS NOT NULL;
 
 -- The running attempts: who runs each one (the key of the claiming session's
 -- lock, and for people reading wf.jobs its pid and worker name), since when,
@@ -173,6 +187,8 @@ CREATE UNLOGGED TABLE wf.claim (
     started_at       timestamptz,
     key              text COLLATE "C",  -- the job's key (1.5), for per-key limits
     run_deadline     timestamptz,   -- the end of its max_run_time (1.5)
+    -- The attempt's last wf_progress (1.6): unlogged, so a report costs no WAL.
+    progress         jsonb,
     PRIMARY KEY (queue, id)
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
         autovacuum_vacuum_cost_delay = 0);
@@ -229,8 +245,41 @@ CREATE TABLE wf.workflow (
     name         text,
     steps        int         NOT NULL,
     submitted_at timestamptz NOT NULL DEFAULT now(),
-    cancelled_at timestamptz
+    cancelled_at timestamptz,
+    -- 1.6: the caller's key (wf_signal_with_start, wf_submit's "key") and,
+    -- for a child workflow, the job that started it.
+    key          text,
+    child_of     bigint
 );
+
+-- Workflow keys: the workflow that holds each key while it is active (as
+-- wf.dedup for jobs). A row whose workflow has finished holds nothing: the
+-- next start with that key takes it over.
+CREATE TABLE wf.workflow_key (
+    key         text PRIMARY KEY,
+    workflow_id uuid NOT NULL
+);
+
+-- Child workflows (wf_start_child): one row per child, named by its parent
+-- job. status is NULL while the child runs; when its last step ends it
+-- becomes the child's outcome (done, failed, cancelled) and `outcome` says
+-- what the parent's next claim reads (in its events, as "wf:child:<name>").
+-- delivered: the outcome is in the parent's row.
+CREATE TABLE wf.child (
+    parent_queue text        NOT NULL,
+    parent_id    bigint      NOT NULL,
+    name         text        NOT NULL,
+    workflow_id  uuid        NOT NULL UNIQUE,
+    status       text,
+    outcome      jsonb,
+    delivered    boolean     NOT NULL DEFAULT false,
+    started_at   timestamptz NOT NULL DEFAULT now(),
+    finished_at  timestamptz,
+    PRIMARY KEY (parent_queue, parent_id, name)
+);
+CREATE INDEX child_parent ON wf.child (parent_id);
+-- Children not yet delivered, for the background worker's pass.
+CREATE INDEX child_unsettled ON wf.child (workflow_id) WHERE NOT delivered;
 
 -- Outputs of steps run inside one job (wf_checkpoint), returned by the
 -- job's later claims so a resumed worker skips what it finished.
@@ -315,6 +364,8 @@ SELECT pg_catalog.pg_extension_config_dump('wf.schedule', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.grant', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.dedup', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.ordered_group', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.workflow_key', '');
+SELECT pg_catalog.pg_extension_config_dump('wf.child', '');
 
 ------------------------------------------------------------------------------
 -- Views: what users read
@@ -340,7 +391,7 @@ SELECT j.id, j.queue, CASE WHEN c.id IS NULL THEN j.status ELSE 'running' END AS
        c.lease_expires_at, j.created_at, coalesce(c.started_at, j.started_at) AS started_at,
        j.finished_at, c.owner_pid, j.cancel_requested,
        w.event AS waiting_for, j.events, j.key, j.dedup_key, j.max_run_time, j.start_by,
-       c.run_deadline
+       c.run_deadline, j.version, coalesce(c.progress, j.progress) AS progress, j.child_of
   FROM wf.job j
   LEFT JOIN wf.claim c ON j.status = 'pending' AND c.queue = j.queue AND c.id = j.id
                       AND c.attempt = j.attempt + 1
@@ -445,7 +496,7 @@ SELECT s.workflow_id, w.name,
        coalesce(w.submitted_at, s.first_created) AS started_at,
        CASE WHEN s.blocked + s.pending + s.running + s.waiting = 0 THEN s.last_finished END
            AS finished_at,
-       w.cancelled_at
+       w.cancelled_at, w.key, w.child_of
   FROM (SELECT workflow_id, count(*) AS steps,
                count(*) FILTER (WHERE status = 'blocked')   AS blocked,
                count(*) FILTER (WHERE status = 'pending')   AS pending,
@@ -458,6 +509,27 @@ SELECT s.workflow_id, w.name,
           FROM wf.job_states WHERE workflow_id IS NOT NULL
          GROUP BY workflow_id) AS s
   LEFT JOIN wf.workflow w ON w.id = s.workflow_id;
+
+-- One row per queue and version with unfinished jobs: what is left for
+-- the workers of each version (jobs without a version show version NULL).
+-- A version whose workers retired and that still has jobs here needs them
+-- back until it drains.
+CREATE VIEW wf.version_stats WITH (security_barrier) AS
+SELECT queue, version,
+       count(*) FILTER (WHERE status = 'blocked') AS blocked,
+       count(*) FILTER (WHERE status = 'pending') AS pending,
+       count(*) FILTER (WHERE status = 'running') AS running,
+       count(*) FILTER (WHERE status = 'waiting') AS waiting,
+       now() - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= now())
+                                                  AS oldest_ready_age
+  FROM (SELECT j.queue, j.version, j.run_at,
+               CASE WHEN j.status = 'pending' AND NOT EXISTS (
+                         SELECT 1 FROM wf.ready r WHERE r.queue = j.queue AND r.priority = j.priority
+                            AND r.run_at = j.run_at AND r.id = j.id)
+                    THEN 'running' ELSE j.status END AS status
+          FROM wf.job j
+         WHERE j.status IN ('blocked', 'pending', 'waiting') AND wf._visible(j.queue)) AS v
+ GROUP BY queue, version;
 
 CREATE VIEW wf.schedules WITH (security_barrier) AS
 SELECT name, cron, queue, payload, next_run_at AS next_run, last_run_at AS last_run,
@@ -505,7 +577,7 @@ CREATE FUNCTION wf_enqueue(queue text, payload jsonb DEFAULT '{}',
                            depends_on bigint[] DEFAULT NULL, key text DEFAULT NULL,
                            dedup_key text DEFAULT NULL, on_duplicate text DEFAULT 'keep',
                            max_run_time interval DEFAULT NULL,
-                           start_by timestamptz DEFAULT NULL)
+                           start_by timestamptz DEFAULT NULL, version text DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'wf_enqueue' LANGUAGE C VOLATILE
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
@@ -517,9 +589,11 @@ SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 
 -- checkpoints and events: what the job already has from wf_checkpoint and
--- wf_signal; both NULL on a job's first claim.
+-- wf_signal (and its children's outcomes); both NULL on a job's first claim.
+-- versions: only jobs of these versions (NULL: any job).
 CREATE FUNCTION wf_claim(queue text, worker text DEFAULT NULL, max_jobs int DEFAULT 1,
-                         lease interval DEFAULT NULL, wait interval DEFAULT NULL)
+                         lease interval DEFAULT NULL, wait interval DEFAULT NULL,
+                         versions text[] DEFAULT NULL)
 RETURNS TABLE (id bigint, attempt int, queue text, payload jsonb, workflow_id uuid,
                step_name text, priority int, max_attempts int, idempotency_key text,
                inputs jsonb, lease_expires_at timestamptz, checkpoints jsonb, events jsonb)
@@ -530,7 +604,7 @@ SET search_path = pg_catalog, pg_temp;
 -- One round trip and one commit per job: complete this one, claim the next.
 CREATE FUNCTION wf_complete_and_claim(queue text, id bigint, attempt int, result jsonb DEFAULT NULL,
                                       worker text DEFAULT NULL, max_jobs int DEFAULT 1,
-                                      lease interval DEFAULT NULL)
+                                      lease interval DEFAULT NULL, versions text[] DEFAULT NULL)
 RETURNS TABLE (completed boolean, id bigint, attempt int, queue text, payload jsonb,
                workflow_id uuid, step_name text, priority int, max_attempts int,
                idempotency_key text, inputs jsonb, lease_expires_at timestamptz,
@@ -595,7 +669,8 @@ CREATE FUNCTION wf_configure_queue(queue text, max_attempts int DEFAULT NULL,
                                    key_rate_limit int DEFAULT NULL,
                                    key_concurrency int DEFAULT NULL, fair boolean DEFAULT NULL,
                                    ordered boolean DEFAULT NULL,
-                                   max_run_time interval DEFAULT NULL)
+                                   max_run_time interval DEFAULT NULL,
+                                   version text DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'wf_configure_queue' LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp;
 
@@ -652,6 +727,69 @@ RETURNS int AS 'MODULE_PATHNAME', 'wf_signal' LANGUAGE C VOLATILE
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 
+-- Workflows 2 (1.6).
+
+-- Inside a running job: starts a child workflow named `name` (per parent
+-- job: the same name again returns the same child, whatever the attempt).
+-- Its outcome reaches the parent's events as "wf:child:<name>" when its
+-- last step ends. NULL for a stale token.
+CREATE FUNCTION wf_start_child(queue text, id bigint, attempt int, name text, spec jsonb)
+RETURNS uuid AS 'MODULE_PATHNAME', 'wf_start_child' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+-- Parks a running job until every child it started has finished (or
+-- `timeout` passes). 'waiting', 'pending' (none unfinished: ready again at
+-- once), 'cancelled', or NULL for a stale token.
+CREATE FUNCTION wf_await_children(queue text, id bigint, attempt int,
+                                  timeout interval DEFAULT NULL)
+RETURNS text AS 'MODULE_PATHNAME', 'wf_await_children' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+-- Completes a workflow step and adds steps to its workflow in the same
+-- transaction (fan-out): `steps` is an array of wf_submit's steps, whose
+-- "after" may also name steps of the workflow that are done (this one
+-- among them). False for a stale token.
+CREATE FUNCTION wf_complete_with_steps(queue text, id bigint, attempt int, result jsonb,
+                                       steps jsonb)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete_with_steps' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+-- The progress of a running attempt (a small jsonb), shown by wf.jobs and
+-- wf_workflow. Kept in the unlogged claim row: no WAL per report. False
+-- for a stale token.
+CREATE FUNCTION wf_progress(queue text, id bigint, attempt int, progress jsonb)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_progress' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+-- Blocks until the job has finished (done, failed, cancelled) or `timeout`
+-- passes, and returns its status, result and last error; after a timeout,
+-- the status it has then. Woken by the commit that finishes it.
+CREATE FUNCTION wf_wait_job(queue text, id bigint, timeout interval DEFAULT '30 seconds')
+RETURNS TABLE (status text, result jsonb, error text)
+AS 'MODULE_PATHNAME', 'wf_wait_job' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+-- The same for a workflow: result holds the results of its final steps
+-- (those no other step runs after), keyed by step name.
+CREATE FUNCTION wf_wait_workflow(workflow_id uuid, timeout interval DEFAULT '30 seconds')
+RETURNS TABLE (status text, result jsonb, error text)
+AS 'MODULE_PATHNAME', 'wf_wait_workflow' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+-- Signals `event` and, in the same transaction, makes sure a workflow with
+-- the spec's "key" is active: it submits the spec unless an active
+-- workflow holds the key. Returns that workflow's id.
+CREATE FUNCTION wf_signal_with_start(spec jsonb, event text, payload jsonb DEFAULT NULL)
+RETURNS uuid AS 'MODULE_PATHNAME', 'wf_signal_with_start' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
 -- Cron schedules.
 
 -- Creates or replaces a cron schedule; returns its next run.
@@ -702,6 +840,8 @@ ALTER TABLE wf.schedule OWNER TO wf_owner;
 ALTER TABLE wf.grant OWNER TO wf_owner;
 ALTER TABLE wf.dedup OWNER TO wf_owner;
 ALTER TABLE wf.ordered_group OWNER TO wf_owner;
+ALTER TABLE wf.workflow_key OWNER TO wf_owner;
+ALTER TABLE wf.child OWNER TO wf_owner;
 ALTER VIEW wf.jobs OWNER TO wf_owner;
 ALTER VIEW wf.job_states OWNER TO wf_owner;
 ALTER VIEW wf.queue_stats OWNER TO wf_owner;
@@ -709,16 +849,18 @@ ALTER VIEW wf.workflows OWNER TO wf_owner;
 ALTER VIEW wf.schedules OWNER TO wf_owner;
 ALTER VIEW wf.grants OWNER TO wf_owner;
 ALTER VIEW wf.key_stats OWNER TO wf_owner;
+ALTER VIEW wf.version_stats OWNER TO wf_owner;
 GRANT USAGE ON SCHEMA wf TO PUBLIC;
 GRANT SELECT ON wf.jobs, wf.job_states, wf.queue_stats, wf.key_stats, wf.workflows, wf.schedules, wf.grants
    TO PUBLIC;
+GRANT SELECT ON wf.version_stats TO PUBLIC;
 ALTER FUNCTION wf._visible(text) OWNER TO wf_owner;
 ALTER FUNCTION wf._administers(text) OWNER TO wf_owner;
 ALTER FUNCTION wf._rate_left(text, text, int, interval) OWNER TO wf_owner;
-ALTER FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz) OWNER TO wf_owner;
+ALTER FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz, text) OWNER TO wf_owner;
 ALTER FUNCTION wf_enqueue_batch(text, jsonb, text[]) OWNER TO wf_owner;
-ALTER FUNCTION wf_claim(text, text, int, interval, interval) OWNER TO wf_owner;
-ALTER FUNCTION wf_complete_and_claim(text, bigint, int, jsonb, text, int, interval) OWNER TO wf_owner;
+ALTER FUNCTION wf_claim(text, text, int, interval, interval, text[]) OWNER TO wf_owner;
+ALTER FUNCTION wf_complete_and_claim(text, bigint, int, jsonb, text, int, interval, text[]) OWNER TO wf_owner;
 ALTER FUNCTION wf_heartbeat(text, bigint, int, interval) OWNER TO wf_owner;
 ALTER FUNCTION wf_complete(text, bigint, int, jsonb) OWNER TO wf_owner;
 ALTER FUNCTION wf_complete_many(text, bigint[], int[], jsonb[]) OWNER TO wf_owner;
@@ -727,7 +869,7 @@ ALTER FUNCTION wf_retry(text, bigint) OWNER TO wf_owner;
 ALTER FUNCTION wf_cancel(text, bigint) OWNER TO wf_owner;
 ALTER FUNCTION wf_sweep() OWNER TO wf_owner;
 ALTER FUNCTION wf_recover_lost_claims() OWNER TO wf_owner;
-ALTER FUNCTION wf_configure_queue(text, int, interval, interval, interval, int, boolean, int, interval, int, int, boolean, boolean, interval) OWNER TO wf_owner;
+ALTER FUNCTION wf_configure_queue(text, int, interval, interval, interval, int, boolean, int, interval, int, int, boolean, boolean, interval, text) OWNER TO wf_owner;
 ALTER FUNCTION wf_submit(jsonb) OWNER TO wf_owner;
 ALTER FUNCTION wf_workflow(uuid) OWNER TO wf_owner;
 ALTER FUNCTION wf_cancel_workflow(uuid) OWNER TO wf_owner;
@@ -739,10 +881,17 @@ ALTER FUNCTION wf_schedule(text, text, text, jsonb) OWNER TO wf_owner;
 ALTER FUNCTION wf_unschedule(text) OWNER TO wf_owner;
 ALTER FUNCTION wf_grant(regrole, text, text) OWNER TO wf_owner;
 ALTER FUNCTION wf_revoke(regrole, text, text) OWNER TO wf_owner;
-REVOKE EXECUTE ON FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz) FROM PUBLIC;
+ALTER FUNCTION wf_start_child(text, bigint, int, text, jsonb) OWNER TO wf_owner;
+ALTER FUNCTION wf_await_children(text, bigint, int, interval) OWNER TO wf_owner;
+ALTER FUNCTION wf_complete_with_steps(text, bigint, int, jsonb, jsonb) OWNER TO wf_owner;
+ALTER FUNCTION wf_progress(text, bigint, int, jsonb) OWNER TO wf_owner;
+ALTER FUNCTION wf_wait_job(text, bigint, interval) OWNER TO wf_owner;
+ALTER FUNCTION wf_wait_workflow(uuid, interval) OWNER TO wf_owner;
+ALTER FUNCTION wf_signal_with_start(jsonb, text, jsonb) OWNER TO wf_owner;
+REVOKE EXECUTE ON FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_enqueue_batch(text, jsonb, text[]) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION wf_claim(text, text, int, interval, interval) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION wf_complete_and_claim(text, bigint, int, jsonb, text, int, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_claim(text, text, int, interval, interval, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_complete_and_claim(text, bigint, int, jsonb, text, int, interval, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_heartbeat(text, bigint, int, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_complete(text, bigint, int, jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_complete_many(text, bigint[], int[], jsonb[]) FROM PUBLIC;
@@ -751,7 +900,7 @@ REVOKE EXECUTE ON FUNCTION wf_retry(text, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_cancel(text, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_sweep() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_recover_lost_claims() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION wf_configure_queue(text, int, interval, interval, interval, int, boolean, int, interval, int, int, boolean, boolean, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_configure_queue(text, int, interval, interval, interval, int, boolean, int, interval, int, int, boolean, boolean, interval, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_submit(jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_workflow(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_cancel_workflow(uuid) FROM PUBLIC;
@@ -763,6 +912,13 @@ REVOKE EXECUTE ON FUNCTION wf_schedule(text, text, text, jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_unschedule(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_grant(regrole, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_revoke(regrole, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_start_child(text, bigint, int, text, jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_await_children(text, bigint, int, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_complete_with_steps(text, bigint, int, jsonb, jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_progress(text, bigint, int, jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_wait_job(text, bigint, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_wait_workflow(uuid, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_signal_with_start(jsonb, text, jsonb) FROM PUBLIC;
 
 
 -- Nothing attaches to pg_wf's tables: no trigger, rule or row security

@@ -146,4 +146,14 @@ void validate_interval_seconds(double seconds, std::string_view argument, bool z
                     "A longer interval would overflow the times computed from it.");
 }
 
+void validate_event_name(std::string_view event) {
+    validate_label(event, "event");
+    if (event.substr(0, 3) == "wf:")
+        throw Error(sqlstate::invalid_parameter,
+                    "event name \"" + std::string(event) + "\" is reserved",
+                    "Names starting with \"wf:\" are pg_wf's own (a job's children report as "
+                    "\"wf:child:<name>\").",
+                    "Choose a name without the prefix \"wf:\".");
+}
+
 }  // namespace wf::core

@@ -33,6 +33,10 @@ void validate_label(std::string_view value, std::string_view argument, bool may_
 // no caller may use it.
 inline constexpr const char* kScheduleKeyPrefix = "schedule:";
 void validate_idempotency_key(std::string_view key);
+// An event name of wf_signal, wf_await_event, wf_signal_with_start: a
+// label that does not start with "wf:", the prefix of pg_wf's own events
+// (a job's children: "wf:children", "wf:child:<name>").
+void validate_event_name(std::string_view event);
 void validate_positive(std::int64_t value, std::string_view argument);
 // A limit where 0 means none (22023 below 0).
 void validate_not_negative(std::int64_t value, std::string_view argument);

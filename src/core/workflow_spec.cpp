@@ -111,13 +111,18 @@ enum Field : unsigned {
     f_after = 1u << 7,
     f_key = 1u << 8,
     f_unknown = 1u << 9,
+    f_version = 1u << 10,
 };
 
 struct KeyName {
     const char* key;
     Field field;
 };
-const KeyName workflow_keys[] = {{"name", f_name}, {"queue", f_queue}, {"steps", f_steps}};
+const KeyName workflow_keys[] = {{"name", f_name},
+                                 {"queue", f_queue},
+                                 {"key", f_key},
+                                 {"version", f_version},
+                                 {"steps", f_steps}};
 const KeyName step_keys[] = {{"name", f_name},
                              {"queue", f_queue},
                              {"payload", f_payload},
@@ -125,6 +130,7 @@ const KeyName step_keys[] = {{"name", f_name},
                              {"max_attempts", f_max_attempts},
                              {"run_at", f_run_at},
                              {"key", f_key},
+                             {"version", f_version},
                              {"after", f_after}};
 
 template <std::size_t N>
@@ -168,6 +174,8 @@ public:
 
     std::optional<std::string> name;
     std::optional<std::string> queue;
+    std::optional<std::string> workflow_key;
+    std::optional<std::string> version;
     std::deque<ParsedStep> steps;  // a deque: NameIndex keeps views of the names
     std::vector<std::string> after_names;
     std::string syntax_error;
@@ -355,10 +363,16 @@ void SpecReader::root_value(Field field, Kind k) {
         push(Ctx::steps, k);
         return;
     }
-    const char* key = field == f_name ? "name" : "queue";
+    const char* key = field == f_name    ? "name"
+                      : field == f_key   ? "key"
+                      : field == f_version ? "version"
+                                           : "queue";
     if (k != Kind::string)
         fail(in_quotes(key) + " of the workflow must be a string", "It is " + describe(k) + ".");
-    if (field == f_name) {
+    if (field == f_key || field == f_version) {
+        validate_label(*string_, std::string("workflow ") + key);
+        (field == f_key ? workflow_key : version) = *string_;
+    } else if (field == f_name) {
         validate_label(*string_, "workflow name");
         name = *string_;
     } else {
@@ -452,6 +466,14 @@ void SpecReader::step_value(Field field, Kind k) {
             }
             defer_check([&] { validate_label(*string_, "\"key\""); });
             step.spec.key = *string_;
+            break;
+        case f_version:
+            if (k != Kind::string) {
+                defer_wrong_type("version", "a string", k);
+                break;
+            }
+            defer_check([&] { validate_label(*string_, "\"version\""); });
+            step.spec.version = *string_;
             break;
         case f_run_at:
             if (k != Kind::string) {
@@ -669,7 +691,12 @@ struct Edges {
 
 }  // namespace
 
-WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_payload_bytes) {
+WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_payload_bytes,
+                                 const std::vector<std::string>& existing_steps) {
+    auto is_existing = [&](const std::string& name) {
+        return std::find(existing_steps.begin(), existing_steps.end(), name) !=
+               existing_steps.end();
+    };
     SpecReader reader(max_payload_bytes);
     if (!json::sax_parse(json_text.data(), json_text.data() + json_text.size(), &reader)) {
         std::string detail = reader.syntax_error;
@@ -687,6 +714,9 @@ WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_pay
     NameIndex index_of(steps);
     for (std::size_t i = 0; i < n; i++) {
         std::size_t first = index_of.insert(i);
+        if (first == no_index && is_existing(steps[i].spec.name))
+            fail("step " + in_quotes(steps[i].spec.name) + " is already a step of the workflow",
+                 {}, "Give the steps added to a workflow names it does not use yet.");
         if (first != no_index)
             fail("duplicate step name " + in_quotes(steps[i].spec.name),
                  "Steps " + std::to_string(first + 1) + " and " + std::to_string(i + 1) +
@@ -714,6 +744,12 @@ WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_pay
         for (std::size_t a = step.after_begin; a < step.after_end; a++) {
             const std::string& parent = reader.after_names[a];
             std::size_t p = index_of.find(parent);
+            if (p == no_index && is_existing(parent)) {
+                std::vector<std::string>& existing = steps[i].spec.after_existing;
+                if (std::find(existing.begin(), existing.end(), parent) == existing.end())
+                    existing.push_back(parent);
+                continue;
+            }
             if (p == no_index)
                 fail("step " + in_quotes(step.spec.name) + " runs after unknown step " +
                          in_quotes(parent),
@@ -769,6 +805,8 @@ WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_pay
     for (std::size_t k = 0; k < n; k++) position[order[k]] = k;
     WorkflowSpec result;
     result.name = std::move(reader.name);
+    result.key = std::move(reader.workflow_key);
+    result.version = std::move(reader.version);
     result.steps.reserve(n);
     for (std::size_t k = 0; k < n; k++) {
         std::size_t i = order[k];

@@ -6,6 +6,8 @@
 //   {
 //     "name":  "nightly-report",          workflow label
 //     "queue": "default",                 queue of the steps that name none
+//     "key":   "order-42",                at most one active workflow per key
+//     "version": "v2",                    version of the steps that name none
 //     "steps": [
 //       {"name": "fetch", "payload": {"url": "https://example.com"}},
 //       {"name": "summarize",
@@ -15,6 +17,7 @@
 //        "max_attempts": 3,               positive integer; the queue's default when absent
 //        "run_at": "2026-12-01T10:00:00Z",  kept as text: the SQL layer casts it
 //        "key": "customer-42",            the job's key (flow control); none when absent
+//        "version": "v2",                 the step's version (claims with versions)
 //        "after": ["fetch"]}              names of the steps it runs after
 //     ]
 //   }
@@ -62,6 +65,10 @@ struct StepSpec {
     std::optional<int> max_attempts;  // absent: the queue's default
     std::optional<std::string> run_at;
     std::optional<std::string> key;
+    std::optional<std::string> version;  // absent: the workflow's, else the queue's
+    // Steps already in the workflow it runs after (a step added by
+    // wf_complete_with_steps), by name, each once.
+    std::vector<std::string> after_existing;
     // Indexes into WorkflowSpec::steps of the steps it runs after: ascending,
     // without duplicates, each smaller than the step's own index.
     std::vector<std::size_t> after;
@@ -69,6 +76,8 @@ struct StepSpec {
 
 struct WorkflowSpec {
     std::optional<std::string> name;
+    std::optional<std::string> key;      // signal-with-start: one active workflow per key
+    std::optional<std::string> version;  // of the steps that name none
     // In a topological order: every step comes after the steps it runs after.
     // The order is the input order, except that a step listed before one of
     // its predecessors moves down to follow the last of them; a spec already
@@ -80,6 +89,9 @@ struct WorkflowSpec {
 // (step count, name lengths, a payload over max_payload_bytes), 22023 for
 // everything else (wrong types, unknown keys, missing or duplicate names,
 // unknown predecessors, cycles), each message naming the offending step.
-WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_payload_bytes);
+// `existing_steps`: names of steps already in the workflow (steps added to a
+// running workflow): "after" may name them, new steps may not reuse them.
+WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_payload_bytes,
+                                 const std::vector<std::string>& existing_steps = {});
 
 }  // namespace wf::core

@@ -8,20 +8,8 @@
 #include "pg/runtime/ownership.hpp"
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
+#include "pg/api/waiting.hpp"
 
-extern "C" {
-#include "nodes/parsenodes.h"
-#include "nodes/plannodes.h"
-#include "parser/parsetree.h"
-#include "tcop/pquery.h"
-#include "utils/portal.h"
-}
-
-// From libpq/libpq.h (PostgreSQL 15), which cannot be included without the
-// GSSAPI headers: the wait set of the client connection.
-extern "C" PGDLLIMPORT WaitEventSet* FeBeWaitSet;
-constexpr int FeBeWaitSetSocketPos = 0;
-constexpr int FeBeWaitSetNEvents = 3;
 
 namespace wf::pg {
 namespace {
@@ -43,6 +31,7 @@ struct ClaimRequest {
     Datum worker;
     int max_jobs;
     Interval* lease;  // nullptr: the queue's lease, if any
+    std::optional<std::vector<Datum>> versions;  // only jobs of these versions
 };
 
 // Wakes a waiting claimer at most this often without shared memory
@@ -81,7 +70,7 @@ std::vector<ClaimedJob> claim_once(const ClaimRequest& req, long* retry_after_ms
     ClaimOwner owner{};
     int limit = claim_limit(req, settings, &owner);
     return claim_jobs(req.queue, owner, limit, settings.flow.any() ? &settings.flow : nullptr,
-                      retry_after_ms);
+                      retry_after_ms, req.versions ? &*req.versions : nullptr);
 }
 
 // A claim that holds locks until its transaction ends: the queue's settings
@@ -126,59 +115,6 @@ std::vector<ClaimedJob> claim_releasing_locks(const ClaimRequest& req, long* ret
     return jobs;
 }
 
-// Plain C (inside call()): sleeps until the latch is set or `timeout_ms`
-// passes, watching the client's socket too (the wait set of the client
-// connection, as pq_check_connection does): a client that is gone
-// (killed, its network lost) ends the wait and the session at once, as its
-// next query would, instead of leaving a claimer that waits for nobody.
-void wait_for_latch_or_lost_client(long timeout_ms) {
-    if (FeBeWaitSet == nullptr) {  // not a client backend
-        WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms,
-                  PG_WAIT_EXTENSION);
-        return;
-    }
-    ModifyWaitEvent(FeBeWaitSet, FeBeWaitSetSocketPos, WL_SOCKET_CLOSED, nullptr);
-    WaitEvent events[FeBeWaitSetNEvents];
-    int n = WaitEventSetWait(FeBeWaitSet, timeout_ms, events, FeBeWaitSetNEvents,
-                             PG_WAIT_EXTENSION);
-    for (int i = 0; i < n; i++) {
-        if (events[i].events & WL_POSTMASTER_DEATH) proc_exit(1);
-        if (events[i].events & WL_SOCKET_CLOSED) {
-            // CHECK_FOR_INTERRUPTS ends the session (FATAL 08006).
-            ClientConnectionLost = true;
-            InterruptPending = true;
-        }
-    }
-}
-
-// Plain C (inside call()): whether this claim's wait may stop holding back
-// vacuum. The statement that called wf_claim holds a snapshot for as long
-// as it runs, and with it the session's xmin: a wait of minutes would keep
-// every row that died meanwhile, in every table. The claim itself takes a
-// new snapshot for each try, so the statement's snapshot matters only to
-// what the statement reads after wf_claim returns. When that is nothing --
-// `SELECT <columns> FROM wf_claim(...)` in READ COMMITTED, no other
-// snapshot registered (no open cursor) -- the xmin is let go for the wait;
-// the next try's snapshot sets it again. Any other shape keeps it.
-bool statement_reads_nothing_else() {
-    if (IsolationUsesXactSnapshot() || ActivePortal == nullptr) return false;
-    if (list_length(ActivePortal->stmts) != 1) return false;
-    PlannedStmt* stmt = linitial_node(PlannedStmt, ActivePortal->stmts);
-    if (stmt->commandType != CMD_SELECT || stmt->subplans != NIL ||
-        list_length(stmt->rtable) != 1 || stmt->planTree == nullptr ||
-        !IsA(stmt->planTree, FunctionScan) || stmt->planTree->qual != NIL ||
-        stmt->planTree->initPlan != NIL)
-        return false;
-    if (rt_fetch(1, stmt->rtable)->rtekind != RTE_FUNCTION) return false;
-    ListCell* cell;
-    foreach (cell, stmt->planTree->targetlist) {
-        Expr* expr = lfirst_node(TargetEntry, cell)->expr;
-        if (!IsA(expr, Var) && !IsA(expr, Const)) return false;
-    }
-    InvalidateCatalogSnapshot();
-    return ThereAreNoPriorRegisteredSnapshots();
-}
-
 // Registered as a waiter for as long as it lives, also when an error (a
 // cancelled query) unwinds the wait.
 class WaitRegistration {
@@ -205,6 +141,29 @@ ClaimRequest claim_request_args(FunctionCallInfo fcinfo, int first) {
     return req;
 }
 
+// The versions a claimer runs (argument n): none when NULL.
+std::optional<std::vector<Datum>> versions_arg(FunctionCallInfo fcinfo, int n) {
+    if (PG_ARGISNULL(n)) return std::nullopt;
+    Datum d = PG_GETARG_DATUM(n);
+    ArrayType* array = call([&] { return DatumGetArrayTypeP(d); });
+    int count = 0;
+    Datum* elements = nullptr;
+    bool* nulls = nullptr;
+    call([&] { deconstruct_array(array, TEXTOID, -1, false, 'i', &elements, &nulls, &count); });
+    if (count == 0)
+        throw core::Error(core::sqlstate::invalid_parameter, "versions must not be empty",
+                          {}, "Pass the versions this worker runs, or NULL to claim any job.");
+    std::vector<Datum> versions;
+    for (int i = 0; i < count; i++) {
+        if (nulls[i])
+            throw core::Error(core::sqlstate::null_not_allowed, "versions must not contain null");
+        text* t = call([&] { return DatumGetTextPP(elements[i]); });
+        core::validate_label(std::string_view(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)), "version");
+        versions.push_back(elements[i]);
+    }
+    return versions;
+}
+
 // Puts the claimed jobs in the result, after `prefix_count` columns if any.
 void emit(FunctionCallInfo fcinfo, std::vector<ClaimedJob>& jobs, int prefix_count,
           const Datum* prefix, const bool* prefix_nulls) {
@@ -225,10 +184,12 @@ void emit(FunctionCallInfo fcinfo, std::vector<ClaimedJob>& jobs, int prefix_cou
 using namespace wf;
 using namespace wf::pg;
 
-// wf_claim(queue, worker, max_jobs, lease, wait) -> TABLE(...)
+// wf_claim(queue, worker, max_jobs, lease, wait, versions) -> TABLE(...)
 WF_SQL_FUNCTION(wf_claim) {
+    require_arguments(fcinfo, 6);
     std::string_view queue = queue_arg(fcinfo, 0);
     ClaimRequest req = claim_request_args(fcinfo, 1);
+    req.versions = versions_arg(fcinfo, 5);
     double wait_seconds = PG_ARGISNULL(4) ? 0 : interval_seconds(interval_arg(fcinfo, 4, "wait", true));
     // Longer waits than a day are a day: the client can call again.
     wait_seconds = std::min(wait_seconds, 86400.0);
@@ -286,9 +247,11 @@ WF_SQL_FUNCTION(wf_claim) {
 // row carries it, with NULL job columns. No `wait`: it would hold the
 // completion uncommitted.
 WF_SQL_FUNCTION(wf_complete_and_claim) {
+    require_arguments(fcinfo, 8);
     FencingToken token = fencing_token_arg(fcinfo);
     if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
     ClaimRequest req = claim_request_args(fcinfo, 4);
+    req.versions = versions_arg(fcinfo, 7);
 
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     call([] { ensure_session_holds_owner_lock(); });

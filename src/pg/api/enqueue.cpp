@@ -47,9 +47,9 @@ using namespace wf::pg;
 
 // wf_enqueue(queue, payload, run_at, priority, max_attempts, idempotency_key,
 //            workflow_id, step_name, depends_on, key, dedup_key, on_duplicate,
-//            max_run_time, start_by) -> bigint
+//            max_run_time, start_by, version) -> bigint
 WF_SQL_FUNCTION(wf_enqueue) {
-    require_arguments(fcinfo, 14);
+    require_arguments(fcinfo, 15);
     std::string_view queue = queue_arg(fcinfo, 0);
     Datum payload = payload_arg(fcinfo, 1, "payload");
     int32 priority = int32_arg(fcinfo, 3, "priority");
@@ -62,6 +62,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
     std::vector<int64> dependencies = read_dependencies(fcinfo, 8);
     if (!PG_ARGISNULL(9)) core::validate_label(text_arg(fcinfo, 9, "key"), "key");
     if (!PG_ARGISNULL(10)) core::validate_label(text_arg(fcinfo, 10, "dedup_key"), "dedup_key");
+    if (!PG_ARGISNULL(14)) core::validate_label(text_arg(fcinfo, 14, "version"), "version");
     core::OnDuplicate on_duplicate = PG_ARGISNULL(11)
                                          ? core::OnDuplicate::keep
                                          : core::parse_on_duplicate(text_arg(fcinfo, 11, "on_duplicate"));
@@ -93,10 +94,12 @@ WF_SQL_FUNCTION(wf_enqueue) {
     job.dedup_key = optional_arg(fcinfo, 10);
     job.max_run_time = optional_arg(fcinfo, 12);
     job.start_by = optional_arg(fcinfo, 13);
+    job.version = optional_arg(fcinfo, 14);
 
     int64 id = with_job_tables([&] {
         require_right(Capability::produce, queue);
         QueueSettings settings = queue_settings(job.queue);
+        if (!job.version && settings.version) job.version = text_datum(*settings.version);
         if (settings.flow.ordered && !job.key)
             refuse_job_without_key(queue, "Pass key => the group this job runs in order with.");
         if (settings.flow.ordered)
@@ -216,8 +219,10 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
         if (settings.flow.ordered && !every_job_has_a_key && JB_ROOT_COUNT(payloads) > 0)
             refuse_job_without_key(queue, "Pass keys => one key per payload.");
         if (settings.flow.ordered) lock_keys_for_enqueue(queue, key_texts);
+        std::optional<Datum> version;
+        if (settings.version) version = text_datum(*settings.version);
         return insert_pending_jobs(queue_datum, PointerGetDatum(payloads), settings.max_attempts,
-                                   keys);
+                                   keys, version);
     });
     return_ids(fcinfo, ids);
     return 0;

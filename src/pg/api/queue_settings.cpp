@@ -29,12 +29,12 @@ PreparedStatement upsert_config(
     "INSERT INTO wf.queue_config AS c"
     "       (queue, max_attempts, backoff_base, backoff_max, lease, max_running, paused,"
     "        rate_limit, rate_period, key_rate_limit, key_concurrency, fair, ordered,"
-    "        max_run_time)"
+    "        max_run_time, version)"
     " VALUES ($1, coalesce($2, " WF_SQL_DEFAULT_MAX_ATTEMPTS "), coalesce($3, '1 second'),"
     "         coalesce($4, greatest(coalesce($3, '1 second'), '1 hour')),"
     "         nullif($5, '0'), $6, coalesce($7, false),"
     "         nullif($8, 0), $9, nullif($10, 0), nullif($11, 0), coalesce($12, false),"
-    "         coalesce($13, false), nullif($14, '0'))"
+    "         coalesce($13, false), nullif($14, '0'), nullif($15, ''))"
     " ON CONFLICT (queue) DO UPDATE SET"
     "   max_attempts = coalesce($2, c.max_attempts),"
     "   backoff_base = coalesce($3, c.backoff_base),"
@@ -49,19 +49,20 @@ PreparedStatement upsert_config(
     "   fair = coalesce($12, c.fair),"
     "   ordered = coalesce($13, c.ordered),"
     "   max_run_time = CASE WHEN $14 IS NULL THEN c.max_run_time ELSE nullif($14, '0') END,"
+    "   version = CASE WHEN $15 IS NULL THEN c.version ELSE nullif($15, '') END,"
     "   updated_at = now()"
     " RETURNING backoff_base <= backoff_max AS backoff_in_order,"
     "           NOT (ordered AND coalesce(key_concurrency, 1) > 1) AS ordering_consistent,"
     "           rate_limit IS NOT NULL OR key_rate_limit IS NOT NULL AS rate_limited",
     {TEXTOID, INT4OID, INTERVALOID, INTERVALOID, INTERVALOID, INT4OID, BOOLOID, INT4OID,
-     INTERVALOID, INT4OID, INT4OID, BOOLOID, BOOLOID, INTERVALOID});
+     INTERVALOID, INT4OID, INT4OID, BOOLOID, BOOLOID, INTERVALOID, TEXTOID});
 
 
 PreparedStatement read_queue_config(
     "SELECT lease, max_running IS NOT NULL AS has_max_running, paused, max_attempts,"
     "       rate_limit, key_rate_limit,"
     "       coalesce(rate_period, '1 second') AS rate_period,"
-    "       key_concurrency, fair, ordered, max_run_time"
+    "       key_concurrency, fair, ordered, max_run_time, version"
     "  FROM wf.queue_config"
     " WHERE queue = $1",
     {TEXTOID});
@@ -124,6 +125,7 @@ QueueSettings queue_settings(Datum queue) {
         settings.flow.ordered = config.bool_at(0, "ordered");
         if (!config.is_null(0, "max_run_time"))
             settings.max_run_time = *DatumGetIntervalP(config.datum(0, "max_run_time"));
+        if (!config.is_null(0, "version")) settings.version = config.text_at(0, "version");
     }
     // Only a cache that an invalidation can reach is kept, and a bounded one
     // (a backend may see many queue names).
@@ -158,10 +160,10 @@ using namespace wf::pg;
 // wf_configure_queue(queue, max_attempts, backoff_base, backoff_max, lease,
 //                    max_running, paused, rate_limit, rate_period,
 //                    key_rate_limit, key_concurrency, fair, ordered,
-//                    max_run_time) -> void
+//                    max_run_time, version) -> void
 WF_SQL_FUNCTION(wf_configure_queue) {
-    require_arguments(fcinfo, 14);
-    constexpr int kArgs = 14;
+    require_arguments(fcinfo, 15);
+    constexpr int kArgs = 15;
     std::string_view queue = queue_arg(fcinfo, 0);
     if (!PG_ARGISNULL(1)) core::validate_max_attempts(PG_GETARG_INT32(1));
     if (!PG_ARGISNULL(2)) interval_arg(fcinfo, 2, "backoff_base", false);
@@ -174,6 +176,8 @@ WF_SQL_FUNCTION(wf_configure_queue) {
     if (!PG_ARGISNULL(9)) core::validate_not_negative(PG_GETARG_INT32(9), "key_rate_limit");
     if (!PG_ARGISNULL(10)) core::validate_not_negative(PG_GETARG_INT32(10), "key_concurrency");
     if (!PG_ARGISNULL(13)) interval_arg(fcinfo, 13, "max_run_time", true);
+    // '' removes the default version.
+    if (!PG_ARGISNULL(14)) core::validate_label(text_arg(fcinfo, 14, "version"), "version", true);
 
     with_job_tables([&] {
         require_right(Capability::administer, queue);

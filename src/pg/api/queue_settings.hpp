@@ -18,6 +18,7 @@ struct QueueSettings {
     int32 max_attempts = WF_DEFAULT_MAX_ATTEMPTS;  // of a job enqueued without its own
     FlowControl flow;                              // none set: flow.any() is false
     std::optional<Interval> max_run_time;          // of a job enqueued without its own
+    std::optional<std::string> version;            // of a job enqueued without its own
 };
 
 // GUC wf.default_lease, in ms (0: none): the lease of a claim that names

@@ -2,13 +2,18 @@
 // tables, and each checks its caller's right on the queues it touches.
 //
 //   produce     wf_enqueue, wf_enqueue_batch, wf_submit (every step's queue;
-//               and the queues of the jobs a new job depends on)
+//               and the queues of the jobs a new job depends on),
+//               wf_signal_with_start (with signal on its event), wf_wait_job,
+//               wf_wait_workflow
 //   work        wf_claim, wf_complete_and_claim, wf_heartbeat, wf_complete,
 //               wf_complete_many, wf_fail, wf_checkpoint, wf_snooze,
-//               wf_await_event
+//               wf_await_event, wf_start_child (with produce on the child's
+//               queues), wf_await_children, wf_complete_with_steps (with
+//               produce on the new steps' queues), wf_progress
 //   signal      wf_signal, on event names (a pattern matches event names as
 //               it matches queue names)
-//   operate     wf_retry, wf_cancel, wf_cancel_workflow, wf_workflow
+//   operate     wf_retry, wf_cancel, wf_cancel_workflow, wf_workflow, wf_wait_job,
+//               wf_wait_workflow
 //   administer  wf_configure_queue, wf_schedule, wf_unschedule, wf_grant,
 //               wf_revoke; on '*': wf_sweep, wf_recover_lost_claims.
 //               Administer implies every other right on the same queues.

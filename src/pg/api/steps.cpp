@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "pg/api/frame.hpp"
+#include "pg/jobs/children.hpp"
 
 namespace wf::pg {
 namespace {
@@ -33,17 +34,21 @@ PreparedStatement read_event(
     "SELECT signalled_at IS NOT NULL AS signalled, payload FROM wf.event WHERE name = $1 FOR SHARE",
     {TEXTOID});
 
-PreparedStatement record_signal(
-    "INSERT INTO wf.event AS e (name, payload, signalled_at) VALUES ($1, $2, now())"
-    " ON CONFLICT (name) DO UPDATE SET payload = excluded.payload,"
-    "                                  signalled_at = excluded.signalled_at",
-    {TEXTOID, JSONBOID});
-
-std::string_view event_name_arg(FunctionCallInfo fcinfo, int n) {
-    std::string_view event = text_arg(fcinfo, n, "event");
-    core::validate_label(event, "event");
+std::string_view event_name_arg(FunctionCallInfo fcinfo, int n, const char* name) {
+    std::string_view event = text_arg(fcinfo, n, name);
+    core::validate_event_name(event);
     return event;
 }
+
+// A running attempt's progress lives in its claim row (unlogged: no WAL per
+// report); the end of the attempt copies the last one into the job row.
+PreparedStatement record_progress(
+    "UPDATE wf.claim c SET progress = $4"
+    "  FROM wf.job j WHERE " WF_SQL_TOKEN_HOLDS,
+    {TEXTOID, INT8OID, INT4OID, JSONBOID});
+
+// The largest progress report: it is meant to be small and frequent.
+constexpr int kMaxProgressBytes = 8192;
 
 // Parks the running attempt of `token`, locked first, with `park`, which
 // returns the new status. A stale token gives nullptr; a job whose
@@ -118,7 +123,7 @@ WF_SQL_FUNCTION(wf_snooze) {
 // 'pending' (signalled already), 'cancelled', or NULL for a stale token.
 WF_SQL_FUNCTION(wf_await_event) {
     FencingToken token = fencing_token_arg(fcinfo);
-    std::string_view event = event_name_arg(fcinfo, 3);
+    std::string_view event = event_name_arg(fcinfo, 3, "event");
     Interval* timeout = PG_ARGISNULL(4) ? nullptr : interval_arg(fcinfo, 4, "timeout", true);
     Datum event_datum = PG_GETARG_DATUM(3);
 
@@ -153,16 +158,56 @@ WF_SQL_FUNCTION(wf_await_event) {
 // wf_signal(event, payload) -> int: the jobs made ready. The signal is kept
 // for jobs that await the event later.
 WF_SQL_FUNCTION(wf_signal) {
-    std::string_view event = event_name_arg(fcinfo, 0);
+    std::string_view event = event_name_arg(fcinfo, 0, "event");
     if (!PG_ARGISNULL(1)) payload_arg(fcinfo, 1, "payload");
 
     int64 woken = with_job_tables([&] {
         require_right(Capability::signal, event);
-        Params<2> p;
-        p.set(0, PG_GETARG_DATUM(0));
-        p.set_or_null(1, PG_ARGISNULL(1), PG_GETARG_DATUM(1));
-        record_signal.execute(p.values, p.nulls);
-        return wake_waiting_jobs(PG_GETARG_DATUM(0), optional_arg(fcinfo, 1));
+        return signal_event(PG_GETARG_DATUM(0), optional_arg(fcinfo, 1));
     });
     PG_RETURN_INT32(static_cast<int32>(woken));
+}
+
+// wf_await_children(queue, id, attempt, timeout) -> text: 'waiting',
+// 'pending' (every child finished and delivered: ready again at once),
+// 'cancelled', or NULL for a stale token.
+WF_SQL_FUNCTION(wf_await_children) {
+    FencingToken token = fencing_token_arg(fcinfo);
+    Interval* timeout = PG_ARGISNULL(3) ? nullptr : interval_arg(fcinfo, 3, "timeout", true);
+
+    const char* status = park_running_job(token, [&] {
+        // Under the job's lock: a child's delivery either came first (and
+        // counts as delivered) or waits, and then wakes this job.
+        if (undelivered_children(token.queue, token.id) == 0) {
+            park_as_pending(token, clock_now(), std::nullopt, std::nullopt);
+            return "pending";
+        }
+        park_as_waiting(token, text_datum(kChildrenEvent), timeout);
+        return "waiting";
+    });
+    return status_result(fcinfo, status);
+}
+
+// wf_progress(queue, id, attempt, progress) -> boolean: false for a stale
+// token.
+WF_SQL_FUNCTION(wf_progress) {
+    FencingToken token = fencing_token_arg(fcinfo);
+    core::require_not_null(PG_ARGISNULL(3), "progress");
+    Datum progress = PG_GETARG_DATUM(3);
+    int bytes = call([&] { return static_cast<int>(VARSIZE_ANY_EXHDR(DatumGetJsonbP(progress))); });
+    if (bytes > kMaxProgressBytes)
+        throw core::Error(core::sqlstate::program_limit, "progress is too large",
+                          "It has " + std::to_string(bytes) + " bytes; the limit is " +
+                              std::to_string(kMaxProgressBytes) + ".",
+                          "Report a small summary (counts, a phase); keep results for wf_complete.");
+    bool yours = with_job_tables([&] {
+        require_right(Capability::work, token.queue_name);
+        Params<4> p;
+        p.set(0, token.queue);
+        p.set(1, Int64GetDatum(token.id));
+        p.set(2, Int32GetDatum(token.attempt));
+        p.set(3, progress);
+        return record_progress.execute(p.values, p.nulls).size() == 1;
+    });
+    PG_RETURN_BOOL(yours);
 }

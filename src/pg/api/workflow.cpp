@@ -20,44 +20,104 @@ namespace {
 // steps without predecessors, and the workflow's row. Arrays carry one
 // element per step ($1..$8) or per edge ($9, $10; 1-based step positions).
 PreparedStatement insert_workflow(
-    "WITH wid AS MATERIALIZED (SELECT gen_random_uuid() AS id),"
+    "WITH wid AS MATERIALIZED (SELECT coalesce($17::uuid, gen_random_uuid()) AS id),"
     " s AS MATERIALIZED ("
     "  SELECT t.n, nextval('wf.job_id_seq') AS id, t.queue, t.step_name, t.payload,"
-    "         t.priority, t.max_attempts, t.run_at, t.pending_deps, t.has_dependents, t.key"
+    "         t.priority, t.max_attempts, t.run_at, t.pending_deps, t.has_dependents, t.key,"
+    "         t.version"
     "    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[],"
-    "                $6::timestamptz[], $7::int[], $8::bool[], $13::text[]) WITH ORDINALITY"
+    "                $6::timestamptz[], $7::int[], $8::bool[], $13::text[], $14::text[])"
+    "         WITH ORDINALITY"
     "         AS t(queue, step_name, payload, priority, max_attempts, run_at, pending_deps,"
-    "              has_dependents, key, n)"
+    "              has_dependents, key, version, n)"
     "   ORDER BY t.n),"
     " e AS MATERIALIZED ("
     "  SELECT p.id AS parent_id, c.queue AS child_queue, c.id AS child_id"
     "    FROM unnest($9::int[], $10::int[]) AS x(parent_n, child_n)"
     "    JOIN s p ON p.n = x.parent_n JOIN s c ON c.n = x.child_n),"
+    // Edges to steps already in the workflow, done (wf_complete_with_steps):
+    // in depends_on, for the inputs; nothing to wait for.
+    " x AS MATERIALIZED ("
+    "  SELECT x.parent_id, c.id AS child_id"
+    "    FROM unnest($18::int[], $19::bigint[]) AS x(child_n, parent_id)"
+    "    JOIN s c ON c.n = x.child_n),"
     " d AS (SELECT child_id, array_agg(parent_id ORDER BY parent_id) AS depends_on"
-    "         FROM e GROUP BY child_id),"
+    "         FROM (SELECT parent_id, child_id FROM e UNION ALL"
+    "               SELECT parent_id, child_id FROM x) AS a GROUP BY child_id),"
     " job AS ("
     "  INSERT INTO wf.job (queue, id, status, payload, run_at, priority, max_attempts,"
     "                      attempt_budget, workflow_id, step_name, depends_on, pending_deps,"
-    "                      has_dependents, key)"
+    "                      has_dependents, key, version, child_of)"
     "  SELECT s.queue, s.id, CASE WHEN s.pending_deps > 0 THEN 'blocked' ELSE 'pending' END,"
     "         s.payload::jsonb, coalesce(s.run_at, now()), s.priority,"
     "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
     "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
     "         (SELECT id FROM wid), s.step_name, d.depends_on, s.pending_deps, s.has_dependents,"
-    "         s.key"
+    "         s.key, s.version, $15"
     "    FROM s LEFT JOIN d ON d.child_id = s.id"
     "           LEFT JOIN wf.queue_config c ON c.queue = s.queue"
     "   ORDER BY s.n"
-    "  RETURNING queue, priority, run_at, id, key, status),"
+    "  RETURNING queue, priority, run_at, id, key, version, status),"
     " edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
     "           SELECT parent_id, child_queue, child_id FROM e),"
     WF_SQL_ENTER_READY_NEW("job", WF_SQL_IF_PENDING) ","
-    " head AS (INSERT INTO wf.workflow (id, name, steps) SELECT id, $11, $12 FROM wid)"
+    " head AS (INSERT INTO wf.workflow (id, name, steps, key, child_of)"
+    "          SELECT id, $11, $12, $16, $15 FROM wid WHERE $17::uuid IS NULL),"
+    " grown AS (UPDATE wf.workflow SET steps = steps + $12 WHERE id = $17::uuid)"
     " SELECT (SELECT id FROM wid) AS workflow_id,"
     "        ARRAY(SELECT DISTINCT queue FROM job WHERE status = 'pending') AS ready_queues",
     {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
      TIMESTAMPTZARRAYOID, INT4ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTOID,
-     INT4OID, TEXTARRAYOID});
+     INT4OID, TEXTARRAYOID, TEXTARRAYOID, INT8OID, TEXTOID, UUIDOID, INT4ARRAYOID,
+     INT8ARRAYOID});
+
+// Workflow keys (wf_submit's "key", wf_signal_with_start). The key's row is
+// taken (or made) and locked: a racing start with the same key waits here
+// until this one commits. The nil uuid: the row is new.
+PreparedStatement lock_workflow_key(
+    "INSERT INTO wf.workflow_key AS k (key, workflow_id)"
+    " VALUES ($1, '00000000-0000-0000-0000-000000000000')"
+    " ON CONFLICT (key) DO UPDATE SET workflow_id = k.workflow_id"
+    " RETURNING k.workflow_id",
+    {TEXTOID});
+
+// Read with the latest snapshot: the holder may have been started by the
+// racing transaction this one just waited for.
+PreparedStatement workflow_active(
+    "SELECT EXISTS (SELECT 1 FROM wf.job WHERE workflow_id = $1"
+    "                  AND status IN ('blocked', 'pending', 'waiting')) AS active",
+    {UUIDOID});
+
+PreparedStatement set_workflow_key(
+    "UPDATE wf.workflow_key SET workflow_id = $2 WHERE key = $1", {TEXTOID, UUIDOID});
+
+// Child workflows (wf_start_child): one per parent job and name.
+PreparedStatement find_child(
+    "SELECT workflow_id FROM wf.child WHERE parent_queue = $1 AND parent_id = $2 AND name = $3",
+    {TEXTOID, INT8OID, TEXTOID});
+
+PreparedStatement record_child(
+    "INSERT INTO wf.child (parent_queue, parent_id, name, workflow_id) VALUES ($1, $2, $3, $4)",
+    {TEXTOID, INT8OID, TEXTOID, UUIDOID});
+
+// The running step, locked as a completion locks it: whether its cancel
+// was requested, its workflow and its version.
+PreparedStatement lock_running_step(
+    "SELECT j.cancel_requested, j.workflow_id, j.version FROM wf.job j, wf.claim c"
+    " WHERE " WF_SQL_TOKEN_HOLDS " FOR NO KEY UPDATE OF j",
+    {TEXTOID, INT8OID, INT4OID});
+
+// Steps are added to a workflow one transaction at a time.
+PreparedStatement lock_workflow_row(
+    "SELECT 1 FROM wf.workflow WHERE id = $1 FOR UPDATE", {UUIDOID});
+
+PreparedStatement workflow_steps(
+    "SELECT coalesce(step_name, id::text) AS name, id, status FROM wf.job WHERE workflow_id = $1",
+    {UUIDOID});
+
+PreparedStatement flag_parents(
+    "UPDATE wf.job SET has_dependents = true WHERE id = ANY ($1) AND NOT has_dependents",
+    {INT8ARRAYOID});
 
 // The workflow's summary row (wf.workflows) and every step, in id order
 // (the submitted order). Timestamps are in the caller's time zone, as
@@ -66,7 +126,7 @@ PreparedStatement describe_workflow(
     "SELECT jsonb_build_object("
     "  'workflow_id', w.workflow_id, 'name', w.name, 'status', w.status,"
     "  'started_at', w.started_at, 'finished_at', w.finished_at,"
-    "  'cancelled_at', w.cancelled_at,"
+    "  'cancelled_at', w.cancelled_at, 'key', w.key, 'child_of', w.child_of,"
     "  'counts', jsonb_build_object('steps', w.steps, 'blocked', w.blocked,"
     "     'pending', w.pending, 'running', w.running, 'waiting', w.waiting, 'done', w.done,"
     "     'failed', w.failed, 'cancelled', w.cancelled),"
@@ -77,7 +137,13 @@ PreparedStatement describe_workflow(
     "                    FROM wf.job p WHERE p.id = ANY (j.depends_on)),"
     "        'run_at', j.run_at, 'created_at', j.created_at, 'started_at', j.started_at,"
     "        'finished_at', j.finished_at, 'last_error', j.last_error, 'result', j.result,"
-    "        'waiting_for', j.waiting_for, 'events', j.events, 'worker', j.worker)"
+    "        'waiting_for', j.waiting_for, 'events', j.events, 'worker', j.worker,"
+    "        'version', j.version, 'progress', j.progress,"
+    // The child workflows a step started, in the order it started them.
+    "        'children', (SELECT jsonb_agg(jsonb_build_object('name', c.name,"
+    "                       'workflow_id', c.workflow_id, 'status', coalesce(c.status, 'running'))"
+    "                       ORDER BY c.started_at, c.name)"
+    "                       FROM wf.child c WHERE c.parent_queue = j.queue AND c.parent_id = j.id))"
     "        ORDER BY j.id)"
     "     FROM wf.jobs j WHERE j.workflow_id = $1))"
     "  AS described FROM wf.workflows w WHERE w.workflow_id = $1",
@@ -127,35 +193,36 @@ Datum parse_run_at(const core::StepSpec& step) {
     }
 }
 
-}  // namespace
-}  // namespace wf::pg
+// Where insert_steps puts a spec's steps.
+struct StepsTarget {
+    std::optional<Datum> workflow_id;          // an existing workflow (fan-out)
+    std::optional<int64> child_of;             // the parent job of a child workflow
+    std::optional<std::string> default_version;  // of steps that name none (before the queue's)
+    std::map<std::string, int64> existing;     // done steps "after" may name, by name
+};
 
-using namespace wf;
-using namespace wf::pg;
-
-// wf_submit(spec jsonb) -> uuid
-WF_SQL_FUNCTION(wf_submit) {
-    core::require_not_null(PG_ARGISNULL(0), "spec");
-    Datum spec_datum = PG_GETARG_DATUM(0);
-    const char* spec_text = call([&] {
-        Jsonb* spec = DatumGetJsonbP(spec_datum);
-        return JsonbToCString(nullptr, &spec->root, VARSIZE(spec));
-    });
-    core::WorkflowSpec spec =
-        core::parse_workflow_spec(spec_text, static_cast<size_t>(max_payload_size));
-
+// The steps of `spec`, in one statement: a new workflow (its id returned),
+// or more steps of an existing one. Checks the right to produce in every
+// step's queue, and locks the keys of ordered queues.
+pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target) {
     size_t n = spec.steps.size();
     std::vector<Datum> queues(n), names(n), payloads(n), priorities(n), max_attempts(n),
-        run_ats(n), pending_deps(n), has_dependents(n), keys(n);
-    std::vector<bool> no_nulls, max_attempts_null(n), run_at_null(n), key_null(n);
+        run_ats(n), pending_deps(n), has_dependents(n), keys(n), versions(n);
+    std::vector<bool> no_nulls, max_attempts_null(n), run_at_null(n), key_null(n), version_null(n);
     std::vector<bool> is_parent(n, false);
-    std::vector<Datum> edge_parents, edge_children;
-    for (size_t i = 0; i < n; i++)
+    std::vector<Datum> edge_parents, edge_children, outer_children, outer_parents;
+    for (size_t i = 0; i < n; i++) {
         for (size_t parent : spec.steps[i].after) {
             is_parent[parent] = true;
             edge_parents.push_back(Int32GetDatum(static_cast<int32>(parent + 1)));
             edge_children.push_back(Int32GetDatum(static_cast<int32>(i + 1)));
         }
+        for (const std::string& name : spec.steps[i].after_existing) {
+            outer_children.push_back(Int32GetDatum(static_cast<int32>(i + 1)));
+            outer_parents.push_back(Int64GetDatum(target.existing.at(name)));
+        }
+    }
+    for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
     for (size_t i = 0; i < n; i++) {
         const core::StepSpec& step = spec.steps[i];
         queues[i] = text_datum(step.queue);
@@ -170,60 +237,297 @@ WF_SQL_FUNCTION(wf_submit) {
         has_dependents[i] = BoolGetDatum(is_parent[i]);
         key_null[i] = !step.key;
         keys[i] = step.key ? text_datum(*step.key) : 0;
+        // The step's version, else the workflow's, else the parent's (a
+        // child workflow, steps added by a step), else the queue's.
+        std::optional<std::string> version = step.version ? step.version
+                                             : spec.version ? spec.version
+                                                            : target.default_version;
+        if (!version) version = queue_settings(queues[i]).version;
+        version_null[i] = !version;
+        versions[i] = version ? text_datum(*version) : 0;
     }
 
-    pg_uuid_t id = with_job_tables([&] {
-        for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
-        // Steps of an ordered queue need a key, and lock it (flow_control.hpp).
-        std::map<std::string, std::vector<std::string>> ordered_keys;
-        for (const core::StepSpec& step : spec.steps) {
-            if (!queue_settings(text_datum(step.queue)).flow.ordered) continue;
-            if (!step.key)
-                throw core::Error(core::sqlstate::invalid_parameter,
-                                  "step \"" + step.name + "\" is in ordered queue \"" + step.queue +
-                                      "\": it needs a \"key\"",
-                                  "An ordered queue runs the jobs of each key one at a time, in "
-                                  "enqueue order.");
-            ordered_keys[step.queue].push_back(*step.key);
-        }
-        for (auto& [queue, keys] : ordered_keys) lock_keys_for_enqueue(queue, keys);
-        Params<13> p;
-        p.set(0, datum_array(queues, no_nulls, TEXTOID));
-        p.set(1, datum_array(names, no_nulls, TEXTOID));
-        p.set(2, datum_array(payloads, no_nulls, TEXTOID));
-        p.set(3, datum_array(priorities, no_nulls, INT4OID));
-        p.set(4, datum_array(max_attempts, max_attempts_null, INT4OID));
-        p.set(5, datum_array(run_ats, run_at_null, TIMESTAMPTZOID));
-        p.set(6, datum_array(pending_deps, no_nulls, INT4OID));
-        p.set(7, datum_array(has_dependents, no_nulls, BOOLOID));
-        p.set(8, datum_array(edge_parents, no_nulls, INT4OID));
-        p.set(9, datum_array(edge_children, no_nulls, INT4OID));
-        p.set_or_null(10, !spec.name, spec.name ? text_datum(*spec.name) : 0);
-        p.set(11, Int32GetDatum(static_cast<int32>(n)));
-        p.set(12, datum_array(keys, key_null, TEXTOID));
-        Rows submitted = insert_workflow.execute(p.values, p.nulls);
+    // Steps of an ordered queue need a key, and lock it (flow_control.hpp).
+    std::map<std::string, std::vector<std::string>> ordered_keys;
+    for (const core::StepSpec& step : spec.steps) {
+        if (!queue_settings(text_datum(step.queue)).flow.ordered) continue;
+        if (!step.key)
+            throw core::Error(core::sqlstate::invalid_parameter,
+                              "step \"" + step.name + "\" is in ordered queue \"" + step.queue +
+                                  "\": it needs a \"key\"",
+                              "An ordered queue runs the jobs of each key one at a time, in "
+                              "enqueue order.");
+        ordered_keys[step.queue].push_back(*step.key);
+    }
+    for (auto& [queue, keys] : ordered_keys) lock_keys_for_enqueue(queue, keys);
 
-        // The id outlives SPI: copied out by value.
-        pg_uuid_t workflow_id;
-        std::memcpy(&workflow_id, DatumGetUUIDP(submitted.datum(0, "workflow_id")),
-                    sizeof workflow_id);
-        Datum ready_queues = submitted.datum(0, "ready_queues");
-        call([&] {
-            ArrayType* array = DatumGetArrayTypeP(ready_queues);
-            Datum* items;
-            bool* nulls;
-            int count;
-            deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
-            for (int i = 0; i < count; i++) {
-                text* q = DatumGetTextPP(items[i]);
-                note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
-            }
-        });
-        return workflow_id;
+    Params<19> p;
+    p.set(0, datum_array(queues, no_nulls, TEXTOID));
+    p.set(1, datum_array(names, no_nulls, TEXTOID));
+    p.set(2, datum_array(payloads, no_nulls, TEXTOID));
+    p.set(3, datum_array(priorities, no_nulls, INT4OID));
+    p.set(4, datum_array(max_attempts, max_attempts_null, INT4OID));
+    p.set(5, datum_array(run_ats, run_at_null, TIMESTAMPTZOID));
+    p.set(6, datum_array(pending_deps, no_nulls, INT4OID));
+    p.set(7, datum_array(has_dependents, no_nulls, BOOLOID));
+    p.set(8, datum_array(edge_parents, no_nulls, INT4OID));
+    p.set(9, datum_array(edge_children, no_nulls, INT4OID));
+    p.set_or_null(10, !spec.name, spec.name ? text_datum(*spec.name) : 0);
+    p.set(11, Int32GetDatum(static_cast<int32>(n)));
+    p.set(12, datum_array(keys, key_null, TEXTOID));
+    p.set(13, datum_array(versions, version_null, TEXTOID));
+    p.set_or_null(14, !target.child_of, Int64GetDatum(target.child_of.value_or(0)));
+    p.set_or_null(15, !spec.key, spec.key ? text_datum(*spec.key) : 0);
+    p.set_or_null(16, !target.workflow_id, target.workflow_id.value_or(0));
+    p.set(17, datum_array(outer_children, no_nulls, INT4OID));
+    p.set(18, datum_array(outer_parents, no_nulls, INT8OID));
+    Rows submitted = insert_workflow.execute(p.values, p.nulls);
+
+    // The id outlives SPI: copied out by value.
+    pg_uuid_t workflow_id;
+    std::memcpy(&workflow_id, DatumGetUUIDP(submitted.datum(0, "workflow_id")),
+                sizeof workflow_id);
+    Datum ready_queues = submitted.datum(0, "ready_queues");
+    call([&] {
+        ArrayType* array = DatumGetArrayTypeP(ready_queues);
+        Datum* items;
+        bool* nulls;
+        int count;
+        deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
+        for (int i = 0; i < count; i++) {
+            text* q = DatumGetTextPP(items[i]);
+            note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
+        }
     });
+    return workflow_id;
+}
+
+// A new workflow, or with a "key" the active workflow that holds the key
+// (two racing starts with one key start one workflow).
+pg_uuid_t start_workflow(const core::WorkflowSpec& spec) {
+    if (!spec.key) return insert_steps(spec, {});
+    Params<2> p;
+    p.set(0, text_datum(*spec.key));
+    pg_uuid_t holder;
+    std::memcpy(&holder, DatumGetUUIDP(lock_workflow_key.execute(p.values, p.nulls)
+                                           .datum(0, "workflow_id")),
+                sizeof holder);
+    static const pg_uuid_t nil{};
+    if (std::memcmp(&holder, &nil, sizeof holder) != 0) {
+        Params<1> w;
+        w.set(0, UUIDPGetDatum(&holder));
+        if (workflow_active.execute_latest(w.values, w.nulls).bool_at(0, "active")) {
+            // Its steps' queues are the caller's to read too.
+            for (const core::StepSpec& step : spec.steps)
+                require_right(Capability::produce, step.queue);
+            return holder;
+        }
+    }
+    pg_uuid_t id = insert_steps(spec, {});
+    p.set(1, UUIDPGetDatum(&id));
+    set_workflow_key.execute(p.values, p.nulls);
+    return id;
+}
+
+// A spec argument as JSON text.
+std::string spec_text(FunctionCallInfo fcinfo, int n, const char* name) {
+    core::require_not_null(PG_ARGISNULL(n), name);
+    Datum d = PG_GETARG_DATUM(n);
+    const char* text = call([&] {
+        Jsonb* spec = DatumGetJsonbP(d);
+        return static_cast<const char*>(JsonbToCString(nullptr, &spec->root, VARSIZE(spec)));
+    });
+    return text;
+}
+
+Datum uuid_result(const pg_uuid_t& id) {
     pg_uuid_t* result = call([&] { return static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t))); });
     *result = id;
-    PG_RETURN_UUID_P(result);
+    return UUIDPGetDatum(result);
+}
+
+// A JSON string literal of `s`.
+std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (char ch : s) {
+        unsigned char c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += ch;
+        } else if (c < 0x20) {
+            char buf[8];
+            snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += ch;
+        }
+    }
+    return out + "\"";
+}
+
+}  // namespace
+}  // namespace wf::pg
+
+using namespace wf;
+using namespace wf::pg;
+
+// wf_submit(spec jsonb) -> uuid
+WF_SQL_FUNCTION(wf_submit) {
+    std::string text = spec_text(fcinfo, 0, "spec");
+    core::WorkflowSpec spec = core::parse_workflow_spec(text, static_cast<size_t>(max_payload_size));
+    pg_uuid_t id = with_job_tables([&] { return start_workflow(spec); });
+    PG_RETURN_DATUM(uuid_result(id));
+}
+
+// wf_signal_with_start(spec jsonb, event text, payload jsonb) -> uuid: the
+// workflow that holds the spec's key (started from the spec when none
+// does), after the event is signalled, in one transaction.
+WF_SQL_FUNCTION(wf_signal_with_start) {
+    std::string text = spec_text(fcinfo, 0, "spec");
+    std::string_view event = text_arg(fcinfo, 1, "event");
+    core::validate_event_name(event);
+    if (!PG_ARGISNULL(2)) payload_arg(fcinfo, 2, "payload");
+    core::WorkflowSpec spec = core::parse_workflow_spec(text, static_cast<size_t>(max_payload_size));
+    if (!spec.key)
+        throw core::Error(core::sqlstate::invalid_parameter,
+                          "wf_signal_with_start needs a workflow \"key\" in its spec",
+                          "The key names the workflow to signal, or to start when none is active.",
+                          "Add \"key\": \"<your id for it>\" at the top level of the spec.");
+    pg_uuid_t id = with_job_tables([&] {
+        require_right(Capability::signal, event);
+        pg_uuid_t started = start_workflow(spec);
+        signal_event(PG_GETARG_DATUM(1), optional_arg(fcinfo, 2));
+        return started;
+    });
+    PG_RETURN_DATUM(uuid_result(id));
+}
+
+// wf_start_child(queue, id, attempt, name, spec) -> uuid: the child
+// workflow `name` of the running job (started now, or earlier by any
+// attempt of it); NULL for a stale token or a job whose cancellation was
+// requested.
+WF_SQL_FUNCTION(wf_start_child) {
+    FencingToken token = fencing_token_arg(fcinfo);
+    std::string_view name = text_arg(fcinfo, 3, "name");
+    core::validate_label(name, "name");
+    std::string text = spec_text(fcinfo, 4, "spec");
+    core::WorkflowSpec spec = core::parse_workflow_spec(text, static_cast<size_t>(max_payload_size));
+    if (spec.key)
+        throw core::Error(core::sqlstate::invalid_parameter,
+                          "a child workflow cannot have a \"key\"",
+                          "A child is named by its parent job and its name.",
+                          "Remove \"key\" from the spec.");
+    Datum name_datum = PG_GETARG_DATUM(3);
+
+    std::optional<pg_uuid_t> id = with_job_tables([&]() -> std::optional<pg_uuid_t> {
+        require_right(Capability::work, token.queue_name);
+        Params<3> t;
+        t.set(0, token.queue);
+        t.set(1, Int64GetDatum(token.id));
+        t.set(2, Int32GetDatum(token.attempt));
+        Rows step = lock_running_step.execute(t.values, t.nulls);
+        if (step.size() != 1 || step.bool_at(0, "cancel_requested")) return std::nullopt;
+        StepsTarget target;
+        target.child_of = token.id;
+        if (!step.is_null(0, "version")) target.default_version = step.text_at(0, "version");
+        Params<4> c;
+        c.set(0, token.queue);
+        c.set(1, Int64GetDatum(token.id));
+        c.set(2, name_datum);
+        Rows found = find_child.execute(c.values, c.nulls);
+        pg_uuid_t child;
+        if (!found.empty()) {
+            std::memcpy(&child, DatumGetUUIDP(found.datum(0, "workflow_id")), sizeof child);
+            return child;
+        }
+        child = insert_steps(spec, target);
+        c.set(3, UUIDPGetDatum(&child));
+        record_child.execute(c.values, c.nulls);
+        return child;
+    });
+    if (!id) PG_RETURN_NULL();
+    PG_RETURN_DATUM(uuid_result(*id));
+}
+
+// wf_complete_with_steps(queue, id, attempt, result, steps) -> boolean:
+// the step completes and its workflow gains `steps` (fan-out), in one
+// transaction; false for a stale token. A step whose cancellation was
+// requested ends cancelled and adds nothing.
+WF_SQL_FUNCTION(wf_complete_with_steps) {
+    FencingToken token = fencing_token_arg(fcinfo);
+    if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
+    std::string steps_text = spec_text(fcinfo, 4, "steps");
+    if (steps_text.empty() || steps_text.front() != '[')
+        throw core::Error(core::sqlstate::invalid_parameter, "steps must be a JSON array",
+                          {}, "Pass the new steps as wf_submit's \"steps\": "
+                              "'[{\"name\": \"a\", \"payload\": {}}]'.");
+
+    bool completed = with_job_tables([&] {
+        require_right(Capability::work, token.queue_name);
+        Params<3> t;
+        t.set(0, token.queue);
+        t.set(1, Int64GetDatum(token.id));
+        t.set(2, Int32GetDatum(token.attempt));
+        Rows step = lock_running_step.execute(t.values, t.nulls);
+        if (step.size() != 1) return false;
+        if (step.is_null(0, "workflow_id"))
+            throw core::Error("55000",
+                              "job " + std::to_string(token.id) + " is not a workflow step",
+                              "Steps can be added only to the workflow of the completing step.",
+                              "Use wf_complete, or wf_submit for a new workflow.");
+        pg_uuid_t workflow;
+        std::memcpy(&workflow, DatumGetUUIDP(step.datum(0, "workflow_id")), sizeof workflow);
+        StepsTarget target;
+        target.workflow_id = UUIDPGetDatum(&workflow);
+        if (!step.is_null(0, "version")) target.default_version = step.text_at(0, "version");
+        if (step.bool_at(0, "cancel_requested")) {
+            complete_job(token, optional_arg(fcinfo, 3));
+            return true;
+        }
+
+        // One transaction at a time adds steps to a workflow; then its
+        // steps, latest, with this one as done as it is about to be.
+        Params<1> w;
+        w.set(0, *target.workflow_id);
+        lock_workflow_row.execute(w.values, w.nulls);
+        Rows existing = workflow_steps.execute_latest(w.values, w.nulls);
+        std::vector<std::string> names;
+        std::map<std::string, bool> done;
+        for (uint64 r = 0; r < existing.size(); r++) {
+            std::string name = existing.text_at(r, "name");
+            int64 id = existing.int64_at(r, "id");
+            names.push_back(name);
+            target.existing[name] = id;
+            done[name] = id == token.id || existing.text_at(r, "status") == "done";
+        }
+        std::string text = "{\"queue\":" + json_string(token.queue_name) + ",\"steps\":" +
+                           steps_text + "}";
+        core::WorkflowSpec spec =
+            core::parse_workflow_spec(text, static_cast<size_t>(max_payload_size), names);
+        std::vector<int64> outer_parents;
+        for (const core::StepSpec& added : spec.steps)
+            for (const std::string& parent : added.after_existing) {
+                if (!done[parent])
+                    throw core::Error(core::sqlstate::invalid_parameter,
+                                      "step \"" + added.name + "\" runs after step \"" + parent +
+                                          "\", which is not done",
+                                      "Added steps may run after new steps and after steps "
+                                      "that are done (the completing one among them).");
+                outer_parents.push_back(target.existing[parent]);
+            }
+
+        bool is_done = false;
+        complete_job(token, optional_arg(fcinfo, 3), &is_done);
+        if (!is_done) return true;
+        insert_steps(spec, target);
+        if (!outer_parents.empty()) {
+            Params<1> f;
+            f.set(0, int8_array(outer_parents));
+            flag_parents.execute(f.values, f.nulls);
+        }
+        return true;
+    });
+    PG_RETURN_BOOL(completed);
 }
 
 // wf_workflow(workflow_id uuid) -> jsonb: the workflow and every step.

@@ -4,6 +4,8 @@
 // deadlocking.
 #include "pg/jobs/dependencies.hpp"
 
+#include "pg/jobs/children.hpp"
+
 #include "core/error.hpp"
 #include "pg/jobs/job_state.hpp"
 #include "pg/runtime/wakeup.hpp"
@@ -67,7 +69,7 @@ PreparedStatement defer_releases(
     "                     ELSE c.run_at END" \
     "  FROM d WHERE c.queue = d.child_queue AND c.id = d.child_id AND c.status = 'blocked'" \
     FILTER \
-    " RETURNING c.queue, c.priority, c.run_at, c.id, c.key, c.status)," \
+    " RETURNING c.queue, c.priority, c.run_at, c.id, c.key, c.version, c.status)," \
     WF_SQL_ENTER_READY("released", WF_SQL_IF_PENDING) \
     " SELECT queue, status FROM released"
 
@@ -113,7 +115,8 @@ PreparedStatement cancel_descendants(
     "                                  THEN format('step \"%s\" (job %s) %s', r.step_name, r.id, $2)"
     "                                  ELSE format('dependency job %s %s', r.id, $2) END"
     "                        FROM wf.job r WHERE r.id = $3)"
-    "   FROM below WHERE j.queue = below.queue AND j.id = below.id AND j.status = 'blocked'",
+    "   FROM below WHERE j.queue = below.queue AND j.id = below.id AND j.status = 'blocked'"
+    " RETURNING j.id, j.status, j.workflow_id, j.child_of",
     {INT8ARRAYOID, TEXTOID, INT8OID});
 
 // Before a retry counts its unfinished dependencies: locked, so that one
@@ -231,7 +234,9 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
         p.set(0, int8_array({id}));
         p.set(1, text_datum(what_happened));
         p.set(2, Int64GetDatum(id));
-        cancelled += cancel_descendants.execute(p.values, p.nulls).size();
+        Rows rows = cancel_descendants.execute(p.values, p.nulls);
+        cancelled += rows.size();
+        jobs_ended(rows);
     }
     return cancelled;
 }

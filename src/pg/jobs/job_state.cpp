@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/retry_policy.hpp"
+#include "pg/jobs/children.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/ready_set.hpp"
 #include "pg/runtime/ownership.hpp"
@@ -58,17 +59,18 @@ void note_ready_queues(const Rows& rows, const char* status_column = nullptr) {
     " INSERT INTO wf.job (queue, status, payload, run_at, priority, max_attempts," \
     "                    attempt_budget, idempotency_key, workflow_id, step_name," \
     "                    depends_on, pending_deps, last_error, cancelled_by, finished_at," \
-    "                    key, dedup_key, max_run_time, start_by)" \
+    "                    key, dedup_key, max_run_time, start_by, version)" \
     " VALUES ($1, $2, $3, coalesce($4, now()), $5, $6, $6, $7, $8, $9, $10, $11, $12, $13," \
-    "         CASE WHEN $2 = 'cancelled' THEN now() END, $14, $15, $16, $17)" \
+    "         CASE WHEN $2 = 'cancelled' THEN now() END, $14, $15, $16, $17, $18)" \
     ON_KEY_CONFLICT \
-    " RETURNING queue, priority, run_at, id, key, status)," \
+    " RETURNING queue, priority, run_at, id, key, version, status)," \
     ENTER_READY("job", WF_SQL_IF_PENDING) \
     " SELECT id FROM job"
 
 #define WF_INSERT_JOB_TYPES \
     {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID, \
-     INT8ARRAYOID, INT4OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID}
+     INT8ARRAYOID, INT4OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, \
+     TEXTOID}
 
 PreparedStatement insert_job_with_idempotency_key(
     WF_INSERT_JOB_SQL(" ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
@@ -86,16 +88,16 @@ PreparedStatement find_by_key(
 
 PreparedStatement insert_batch(
     "WITH job AS ("
-    " INSERT INTO wf.job (queue, status, payload, max_attempts, attempt_budget, key)"
-    " SELECT $1, 'pending', e.value, $3, $3, e.key"
+    " INSERT INTO wf.job (queue, status, payload, max_attempts, attempt_budget, key, version)"
+    " SELECT $1, 'pending', e.value, $3, $3, e.key, $5"
     // Each payload with its key ($4 as long as $2, or NULL: no keys).
     "   FROM ROWS FROM (jsonb_array_elements($2), unnest($4::text[]))"
     "        WITH ORDINALITY AS e(value, key, n)"
     "  ORDER BY e.n"
-    " RETURNING queue, priority, run_at, id, key),"
+    " RETURNING queue, priority, run_at, id, key, version),"
     WF_SQL_ENTER_READY_NEW("job", "")
     " SELECT id FROM job",
-    {TEXTOID, JSONBOID, INT4OID, TEXTARRAYOID});
+    {TEXTOID, JSONBOID, INT4OID, TEXTARRAYOID, TEXTOID});
 
 // ------------------------------------------------------------------ claim
 
@@ -196,9 +198,9 @@ PreparedStatement complete_one(
     "       finished_at = now(),"
     "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
     "                         ELSE j.last_error END," WF_SQL_END_ATTEMPT
-    " RETURNING j.id, j.attempt, j.status, j.has_dependents),"
+    " RETURNING j.id, j.attempt, j.status, j.has_dependents, j.workflow_id, j.child_of),"
     WF_SQL_END_CLAIM("finished")
-    " SELECT status, has_dependents FROM finished",
+    " SELECT id, status, has_dependents, workflow_id, child_of FROM finished",
     {TEXTOID, INT8OID, INT4OID, JSONBOID});
 
 // The same for many jobs of one queue, in one statement. Each (id, attempt)
@@ -207,15 +209,16 @@ PreparedStatement complete_one(
 // every claim of the queue joined to the input.
 #define WF_COMPLETE_MANY_SQL \
     "WITH input AS (" \
-    "  SELECT t.id, t.attempt, t.result, c.started_at, c.worker" \
+    "  SELECT t.id, t.attempt, t.result, c.started_at, c.worker, c.progress" \
     "    FROM unnest($2::bigint[], $3::int[], $4::jsonb[]) AS t(id, attempt, result)," \
-    "         LATERAL (SELECT c.started_at, c.worker FROM wf.claim c" \
+    "         LATERAL (SELECT c.started_at, c.worker, c.progress FROM wf.claim c" \
     "                   WHERE c.queue = $1 AND c.id = t.id AND c.attempt = t.attempt" \
     "                  OFFSET 0) AS c)," \
     " finished AS (" \
     " UPDATE wf.job j" \
     "   SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END," \
     "       attempt = i.attempt, started_at = i.started_at, worker = i.worker," \
+    "       progress = coalesce(i.progress, j.progress)," \
     "       result = CASE WHEN j.cancel_requested THEN j.result ELSE i.result END," \
     "       finished_at = now()," \
     "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'" \
@@ -223,10 +226,10 @@ PreparedStatement complete_one(
     "  FROM input i" \
     " WHERE j.queue = $1 AND j.id = i.id AND j.id = ANY ($2)" /* an estimate of the batch */ \
     "   AND " WF_SQL_ROW_RUNS("j", "i.attempt") \
-    " RETURNING j.id, j.status, j.has_dependents)," \
+    " RETURNING j.id, j.status, j.has_dependents, j.workflow_id, j.child_of)," \
     " released AS (DELETE FROM wf.claim c" \
     "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))" \
-    " SELECT id, status, has_dependents FROM finished"
+    " SELECT id, status, has_dependents, workflow_id, child_of FROM finished"
 PreparedStatement complete_many(WF_COMPLETE_MANY_SQL,
                                 {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
 PreparedStatement complete_many_large(WF_COMPLETE_MANY_SQL,
@@ -247,10 +250,11 @@ PreparedStatement record_failure(
     " UPDATE wf.job j SET status = $4, last_error = $5,"
     "       run_at = CASE WHEN $4 = 'pending' THEN now() + make_interval(secs => $6) ELSE j.run_at END,"
     "       finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END," WF_SQL_END_ATTEMPT
-    " RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.attempt, j.status),"
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version, j.attempt, j.status,"
+    "           j.workflow_id, j.child_of),"
     WF_SQL_END_CLAIM("failed") ","
     WF_SQL_ENTER_READY("failed", WF_SQL_IF_PENDING)
-    " SELECT 1",
+    " SELECT id, status, workflow_id, child_of FROM failed",
     {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, FLOAT8OID});
 
 // ------------------------------------------------------------------- park
@@ -272,7 +276,7 @@ PreparedStatement park_pending(
     "                      ELSE coalesce(j.events, '{}') || jsonb_build_object($5::text,"
     "                        jsonb_build_object('status', 'signalled', 'payload', $6::jsonb)) END,"
     WF_SQL_END_ATTEMPT
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key),"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version),"
     WF_SQL_END_CLAIM("parked") ","
     WF_SQL_ENTER_READY("parked", "")
     " SELECT 1 FROM parked",
@@ -308,10 +312,17 @@ PreparedStatement wake_parked_jobs(
     "    FROM woken_waits w"
     "   WHERE j.queue = w.queue AND j.id = w.id AND j.attempt = w.attempt"
     "     AND j.status = 'waiting'"
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key),"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version),"
     WF_SQL_ENTER_READY("woken", "")
     " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
     {TEXTOID, JSONBOID, TIMESTAMPTZOID});
+
+// Every await and signal of an event goes through its row (steps.cpp).
+PreparedStatement record_signal(
+    "INSERT INTO wf.event AS e (name, payload, signalled_at) VALUES ($1, $2, now())"
+    " ON CONFLICT (name) DO UPDATE SET payload = excluded.payload,"
+    "                                  signalled_at = excluded.signalled_at",
+    {TEXTOID, JSONBOID});
 
 // ---------------------------------------------------------------- recover
 
@@ -329,7 +340,7 @@ PreparedStatement running_owners(
 PreparedStatement recover_statement(
     "WITH lost AS ("
     "  SELECT c.queue, c.id, c.attempt, c.owner_session = ANY($1) AS session_ended,"
-    "         c.lease_expires_at, c.owner_pid, c.worker, c.started_at, c.run_deadline"
+    "         c.lease_expires_at, c.owner_pid, c.worker, c.started_at, c.run_deadline, c.progress"
     "    FROM wf.claim c"
     "   WHERE c.queue <> '' AND (c.owner_session = ANY($1) OR c.lease_expires_at < $2)),"
     // A job row another transaction holds (an enqueue that depends on it,
@@ -342,6 +353,7 @@ PreparedStatement recover_statement(
     " recovered AS ("
     "  UPDATE wf.job j SET"
     "    attempt = lost.attempt, worker = lost.worker, started_at = lost.started_at,"
+    "    progress = coalesce(lost.progress, j.progress),"
     "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
     "                  WHEN lost.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
     "    last_error = CASE WHEN lost.session_ended"
@@ -362,7 +374,8 @@ PreparedStatement recover_statement(
     "   FROM free lost"
     "  WHERE j.queue = lost.queue AND j.id = lost.id AND "
     WF_SQL_ROW_RUNS_ANY_VERSION("j", "lost.attempt")
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.attempt, j.status),"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version, j.attempt, j.status,"
+    "            j.workflow_id, j.child_of),"
     // With the claims recovered go lost ones that hold no job at all (a job
     // deleted by hand): otherwise each pass would look at them again.
     " released AS (DELETE FROM wf.claim c USING lost"
@@ -373,7 +386,7 @@ PreparedStatement recover_statement(
     "                                      WHERE j.queue = c.queue AND j.id = c.id"
     "                                        AND " WF_SQL_ROW_RUNS_ANY_VERSION("j", "c.attempt") "))),"
     WF_SQL_ENTER_READY("recovered", WF_SQL_IF_PENDING)
-    " SELECT queue, id, status FROM recovered",
+    " SELECT queue, id, status, workflow_id, child_of FROM recovered",
     {INT8ARRAYOID, TIMESTAMPTZOID});
 
 // wf.claim is unlogged: a crash (or a standby's promotion) empties it,
@@ -405,15 +418,17 @@ PreparedStatement recover_orphans(
     "    finished_at = CASE WHEN j.cancel_requested OR o.attempt >= j.max_attempts THEN $1 END"
     "   FROM orphan o"
     "  WHERE j.queue = o.queue AND j.id = o.id AND j.attempt = o.seen AND j.status = o.seen_status"
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.status),"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version, j.status,"
+    "            j.workflow_id, j.child_of),"
     WF_SQL_ENTER_READY("recovered", WF_SQL_IF_PENDING) ","
     " sentinel AS (INSERT INTO wf.claim VALUES ('', 0, 0, 0) ON CONFLICT DO NOTHING)"
-    " SELECT queue, id, status FROM recovered",
+    " SELECT queue, id, status, workflow_id, child_of FROM recovered",
     {TIMESTAMPTZOID, TEXTOID});
 
 // Wakes claimers of recovered jobs; appends the jobs that ended for good.
 int64 note_recovered(const Rows& rows, std::vector<int64>* finished) {
     note_ready_queues(rows, "status");
+    jobs_ended(rows);
     for (uint64 r = 0; r < rows.size(); r++)
         if (rows.text_at(r, "status") != "pending") finished->push_back(rows.int64_at(r, "id"));
     return static_cast<int64>(rows.size());
@@ -452,7 +467,7 @@ PreparedStatement cancel_statement(
         " ELSE 'cancelled' END")
     " WHERE j.queue = $1 AND j.id = $2"
     "   AND j.status IN ('blocked', 'pending', 'waiting', 'failed') AND NOT j.cancel_requested"
-    " RETURNING j.status",
+    " RETURNING j.id, j.status, j.workflow_id, j.child_of",
     {TEXTOID, INT8OID});
 
 // A failed or cancelled dependency of a job about to be retried: the retry
@@ -476,7 +491,7 @@ PreparedStatement retry_statement(
     "          FROM wf.job p, wf.job me"
     "         WHERE me.queue = $1 AND me.id = $2 AND p.id = ANY(me.depends_on)) AS u"
     " WHERE j.queue = $1 AND j.id = $2 AND j.status IN ('failed', 'cancelled')"
-    " RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.status)"
+    " RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version, j.status)"
     WF_SQL_FORGIVE_DEBTS("retried") ","
     WF_SQL_ENTER_READY("retried", WF_SQL_IF_PENDING)
     " SELECT status FROM retried",
@@ -518,7 +533,8 @@ PreparedStatement cancel_steps(
     " WHERE j.id = ANY ($1)"
     "   AND (j.status IN ('blocked', 'waiting') OR j.id = ANY ($2)"
     "        OR (" WF_SQL_JOB_RUNNING("j") " AND NOT j.cancel_requested))"
-    " RETURNING j.id, j.status = 'cancelled' AND j.has_dependents AS cancelled_parent",
+    " RETURNING j.id, j.status = 'cancelled' AND j.has_dependents AS cancelled_parent,"
+    "           j.status, j.workflow_id, j.child_of",
     {INT8ARRAYOID, INT8ARRAYOID});
 
 // Of the steps just cancelled, those with a blocked dependent left: a job
@@ -569,7 +585,7 @@ PreparedStatement replace_pending_job(
     " changed AS ("
     "  UPDATE wf.job j SET payload = $3, run_at = coalesce($4, now())"
     "   WHERE j.queue = $1 AND j.id IN (SELECT id FROM gone)"
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key),"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version),"
     WF_SQL_ENTER_READY("changed", "")
     " SELECT count(*) AS replaced FROM changed",
     {TEXTOID, INT8OID, JSONBOID, TIMESTAMPTZOID});
@@ -610,9 +626,9 @@ PreparedStatement fail_unstarted(
     "   WHERE j.queue = e.queue AND j.id = e.id"
     "     AND (e.status = 'blocked' OR (e.queue, e.id) IN (SELECT queue, id FROM unready)"
     "          OR (e.queue, e.id) NOT IN (SELECT queue, id FROM had_ready))"
-    "  RETURNING j.id)"
+    "  RETURNING j.id, j.status, j.workflow_id, j.child_of)"
     // One row per job failed, or one with id NULL; each with skipped_from.
-    " SELECT f.id, s.skipped_from"
+    " SELECT f.id, f.status, f.workflow_id, f.child_of, s.skipped_from"
     "   FROM (SELECT min(start_by) AS skipped_from FROM candidate c"
     "          WHERE (c.queue, c.id) NOT IN (SELECT queue, id FROM expired)) AS s"
     "   LEFT JOIN failed f ON true",
@@ -630,7 +646,7 @@ std::vector<int64> int64_column(const Rows& rows, const char* column) {
 // ---------------------------------------------------------------- enqueue
 
 std::optional<int64> insert_job(const NewJob& job) {
-    Params<17> p;
+    Params<18> p;
     p.set(0, job.queue);
     p.set(1, text_datum(job.status));
     p.set(2, job.payload);
@@ -648,6 +664,7 @@ std::optional<int64> insert_job(const NewJob& job) {
     p.set_or_null(14, !job.dedup_key, job.dedup_key.value_or(0));
     p.set_or_null(15, !job.max_run_time, job.max_run_time.value_or(0));
     p.set_or_null(16, !job.start_by, job.start_by.value_or(0));
+    p.set_or_null(17, !job.version, job.version.value_or(0));
     PreparedStatement& insert = job.idempotency_key ? insert_job_with_idempotency_key
                                                     : insert_job_without_idempotency_key;
     Rows rows = insert.execute(p.values, p.nulls);
@@ -667,12 +684,13 @@ std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload) 
 }
 
 std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts,
-                                       std::optional<Datum> keys) {
-    Params<4> p;
+                                       std::optional<Datum> keys, std::optional<Datum> version) {
+    Params<5> p;
     p.set(0, queue);
     p.set(1, payloads);
     p.set(2, Int32GetDatum(max_attempts));
     p.set_or_null(3, !keys, keys.value_or(0));
+    p.set_or_null(4, !version, version.value_or(0));
     std::vector<int64> ids = int64_column(insert_batch.execute(p.values, p.nulls), "id");
     // Ids come from one sequence in insertion order: sorted is input order.
     std::sort(ids.begin(), ids.end());
@@ -725,6 +743,7 @@ int64 fail_unstarted_jobs(std::vector<int64>* finished) {
     p.set(0, TimestampTzGetDatum(now));
     p.set(1, TimestampTzGetDatum(look_from));
     Rows rows = fail_unstarted.execute(p.values, p.nulls);
+    jobs_ended(rows);
     look_from = rows.is_null(0, "skipped_from")
                     ? now
                     : std::min(now, DatumGetTimestampTz(rows.datum(0, "skipped_from")));
@@ -740,13 +759,24 @@ int64 fail_unstarted_jobs(std::vector<int64>* finished) {
 // ------------------------------------------------------------------ claim
 
 std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int limit,
-                                   const FlowControl* flow, long* retry_after_ms) {
+                                   const FlowControl* flow, long* retry_after_ms,
+                                   const std::vector<Datum>* versions) {
     std::vector<ClaimedJob> jobs;
     if (retry_after_ms) *retry_after_ms = -1;
     if (limit <= 0) return jobs;
     Datum now;
     std::vector<ReadyRow> ready;
-    if (flow && flow->any()) {
+    if (versions && flow && flow->any()) {
+        throw core::Error("0A000",
+                          "queue \"" + std::string(text_view(queue)) +
+                              "\" has flow control: claims cannot choose versions there",
+                          "Rate limits, per-key limits, fair and ordered claims walk the ready "
+                          "set key by key, not version by version.",
+                          "Claim without versions, or run the versions in separate queues.");
+    } else if (versions) {
+        now = clock_now();
+        ready = take_ready_rows_of_versions(queue, DatumGetTimestampTz(now), limit, *versions);
+    } else if (flow && flow->any()) {
         FlowPick pick = take_with_flow_control(queue, text_view(queue), limit, *flow);
         now = TimestampTzGetDatum(pick.at);
         ready = std::move(pick.rows);
@@ -850,6 +880,7 @@ bool complete_job(const FencingToken& token, std::optional<Datum> result, bool* 
         else
             cancel_dependents({token.id}, "was cancelled");
     }
+    jobs_ended(finished);
     // A slot under max_running is free again.
     note_queue_ready(token.queue_name);
     return true;
@@ -875,6 +906,7 @@ std::vector<int64> complete_jobs(Datum queue, Datum ids, Datum attempts,
     }
     release_dependents(parents_done);
     if (!cancelled.empty()) cancel_dependents(cancelled, "was cancelled");
+    jobs_ended(finished);
     if (!finished.empty()) note_queue_ready(text_view(queue));
     std::sort(done.begin(), done.end());
     return done;
@@ -905,9 +937,10 @@ const char* fail_job(const FencingToken& token, Datum error, std::optional<doubl
     p.set(3, text_datum(status));
     p.set(4, error);
     p.set(5, Float8GetDatum(delay));
-    record_failure.execute(p.values, p.nulls);
+    Rows ended = record_failure.execute(p.values, p.nulls);
     if (std::strcmp(status, "pending") != 0)
         cancel_dependents({token.id}, std::strcmp(status, "failed") == 0 ? "failed" : "was cancelled");
+    jobs_ended(ended);
     // Ready again (after the delay), or a max_running slot freed.
     note_queue_ready(token.queue_name);
     return status;
@@ -954,6 +987,14 @@ int64 wake_waiting_jobs(std::optional<Datum> event, std::optional<Datum> payload
     return jobs;
 }
 
+int64 signal_event(Datum event, std::optional<Datum> payload) {
+    Params<2> p;
+    p.set(0, event);
+    p.set_or_null(1, !payload, payload.value_or(0));
+    record_signal.execute(p.values, p.nulls);
+    return wake_waiting_jobs(event, payload);
+}
+
 // ---------------------------------------------------------------- recover
 
 std::vector<int64> claim_owner_keys() {
@@ -992,6 +1033,7 @@ bool cancel_job(Datum queue, int64 id) {
     Rows cancelled = cancel_statement.execute(p.values, p.nulls);
     if (cancelled.size() != 1) return false;
     // A running job is only flagged: its dependents go when it stops.
+    jobs_ended(cancelled);
     if (cancelled.text_at(0, "status") == "cancelled") {
         cancel_dependents({id}, "was cancelled");
         // The next job of an ordered group may run now.
@@ -1029,6 +1071,8 @@ int32 cancel_workflow_steps(Datum workflow_id) {
     unready_workflow.execute(steps.values, steps.nulls);
     steps.set(1, int8_array(int64_column(idle_steps.execute(steps.values, steps.nulls), "id")));
     Rows cancelled = cancel_steps.execute(steps.values, steps.nulls);
+    mark_workflow_cancelled.execute(w.values, w.nulls);
+    jobs_ended(cancelled);
     std::vector<int64> parents;
     for (uint64 r = 0; r < cancelled.size(); r++)
         if (cancelled.bool_at(r, "cancelled_parent")) parents.push_back(cancelled.int64_at(r, "id"));
@@ -1039,7 +1083,6 @@ int32 cancel_workflow_steps(Datum workflow_id) {
         std::vector<int64> outside = int64_column(parents_of_outsiders.execute(o.values, o.nulls), "parent_id");
         if (!outside.empty()) cancel_dependents(outside, "was cancelled");
     }
-    mark_workflow_cancelled.execute(w.values, w.nulls);
     return count;
 }
 

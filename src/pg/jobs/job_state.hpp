@@ -84,7 +84,8 @@ static_assert(WF_DEFAULT_MAX_ATTEMPTS == 5, "WF_SQL_DEFAULT_MAX_ATTEMPTS says 5"
 // The end of an UPDATE wf.job j that ends attempt $3 (its last SET item,
 // FROM and WHERE): the job row takes the claim's attempt, worker and start.
 #define WF_SQL_END_ATTEMPT                                                         \
-    " attempt = c.attempt, started_at = c.started_at, worker = c.worker"         \
+    " attempt = c.attempt, started_at = c.started_at, worker = c.worker,"        \
+    " progress = coalesce(c.progress, j.progress)"                               \
     " FROM wf.claim c WHERE " WF_SQL_TOKEN_HOLDS
 
 // A CTE `released` that removes the claim of token ($1, $2, $3) once the
@@ -100,11 +101,11 @@ static_assert(WF_DEFAULT_MAX_ATTEMPTS == 5, "WF_SQL_DEFAULT_MAX_ATTEMPTS says 5"
 // would make every insert a speculative one (an index check and a WAL
 // record more).
 #define WF_SQL_ENTER_READY(FROM, WHERE)                                            \
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id, key)"           \
-    " SELECT queue, priority, run_at, id, key FROM " FROM " " WHERE " ON CONFLICT DO NOTHING)"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id, key, version)"           \
+    " SELECT queue, priority, run_at, id, key, version FROM " FROM " " WHERE " ON CONFLICT DO NOTHING)"
 #define WF_SQL_ENTER_READY_NEW(FROM, WHERE)                                        \
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id, key)"           \
-    " SELECT queue, priority, run_at, id, key FROM " FROM " " WHERE ")"
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id, key, version)"           \
+    " SELECT queue, priority, run_at, id, key, version FROM " FROM " " WHERE ")"
 #define WF_SQL_IF_PENDING "WHERE status = 'pending'"
 
 // SQL: ready row R is the one of job row J.
@@ -142,6 +143,7 @@ struct NewJob {
     // Flow control (flow_control.hpp): the job's key, its dedup key, its
     // longest run and the time it must start by.
     std::optional<Datum> key, dedup_key, max_run_time, start_by;
+    std::optional<Datum> version;  // text (workflows 2)
 };
 // The new job's id; none when its idempotency key is taken (the insert
 // waited for a racing one to commit).
@@ -155,7 +157,7 @@ std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload);
 // One pending job per element of a jsonb array, in order, with the key of
 // the same place in `keys` (a text[] as long as it, or none); their ids.
 std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts,
-                                       std::optional<Datum> keys);
+                                       std::optional<Datum> keys, std::optional<Datum> version);
 
 // Dedup windows: the active job (blocked, pending, running or waiting)
 // that holds `dedup_key` in the queue, locked for this transaction (a
@@ -185,9 +187,11 @@ struct ClaimOwner {
 // Takes up to `limit` due jobs of the queue for this session, in claim
 // order (priority desc, run_at, id), as `flow` allows (flow_control.hpp;
 // nullptr: no limits). *retry_after_ms: see FlowPick.
+// With `versions` (text datums), only jobs of those versions.
 std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int limit,
                                    const FlowControl* flow = nullptr,
-                                   long* retry_after_ms = nullptr);
+                                   long* retry_after_ms = nullptr,
+                                   const std::vector<Datum>* versions = nullptr);
 // Running jobs of the queue (for max_running).
 int64 count_running(Datum queue);
 // Milliseconds until the queue's next scheduled job is due, or -1.
@@ -223,6 +227,9 @@ void park_as_waiting(const FencingToken& token, Datum event, const Interval* tim
 // waiting -> pending: the jobs waiting on `event` (signalled with `payload`),
 // or with no event those whose timeout passed. Returns the jobs woken.
 int64 wake_waiting_jobs(std::optional<Datum> event, std::optional<Datum> payload);
+// wf_signal: the signal is recorded (kept: a job that awaits the event
+// later goes on at once) and the jobs waiting on it are woken; their count.
+int64 signal_event(Datum event, std::optional<Datum> payload);
 
 // ---- recover: running -> pending, or failed when spent ----
 // Owner keys of the sessions that hold claims.

@@ -30,7 +30,10 @@ namespace {
 
 // wf.ready's columns (sql/pg_wf.sql), checked at every open so that a
 // table altered by hand gives an error, never a misread datum.
-constexpr AttrNumber kQueue = 1, kPriority = 2, kRunAt = 3, kId = 4, kKey = 5;
+constexpr AttrNumber kQueue = 1, kPriority = 2, kRunAt = 3, kId = 4, kKey = 5, kVersion = 6;
+
+// Which of wf.ready's indexes a claim walks.
+enum class ReadyIndex { claim_order, key_order, version_order };
 
 [[noreturn]] void unexpected_ready_set(const char* what) {
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -45,17 +48,21 @@ bool column_is(TupleDesc desc, AttrNumber attno, const char* name, Oid type) {
 }
 
 // Opens wf.ready to delete from and one of its indexes to scan -- the
-// claim order (queue, priority DESC, run_at, id) or, `by_key`, the key
-// order (queue, key, ...) -- with the checks the executor makes for a
-// DELETE (read-only transactions, privileges, publications).
-// Plain C: it runs inside call().
-void open_ready_set(bool by_key, Relation* table, Relation* index) {
+// claim order (queue, priority DESC, run_at, id), the key order (queue,
+// key, ...) or the version order (queue, version, ...) -- with the checks
+// the executor makes for a DELETE (read-only transactions, privileges,
+// publications). Plain C: it runs inside call().
+void open_ready_set(ReadyIndex which, Relation* table, Relation* index) {
+    bool by_key = which == ReadyIndex::key_order;
+    bool by_version = which == ReadyIndex::version_order;
     // As the executor refuses a DELETE there (25006); on a hot standby,
     // where every transaction is read-only, too.
     PreventCommandIfReadOnly("wf_claim");
     Oid schema = get_namespace_oid("wf", false);
     Oid table_oid = get_relname_relid("ready", schema);
-    const char* index_name = by_key ? "ready_key_order" : "ready_claim_order";
+    const char* index_name = by_key       ? "ready_key_order"
+                             : by_version ? "ready_version_order"
+                                          : "ready_claim_order";
     Oid index_oid = get_relname_relid(index_name, schema);
     if (!OidIsValid(table_oid) || !OidIsValid(index_oid))
         unexpected_ready_set("wf.ready or one of its indexes is missing");
@@ -69,15 +76,19 @@ void open_ready_set(bool by_key, Relation* table, Relation* index) {
     TupleDesc desc = RelationGetDescr(*table);
     if (!column_is(desc, kQueue, "queue", TEXTOID) || !column_is(desc, kPriority, "priority", INT4OID) ||
         !column_is(desc, kRunAt, "run_at", TIMESTAMPTZOID) || !column_is(desc, kId, "id", INT8OID) ||
-        !column_is(desc, kKey, "key", TEXTOID))
-        unexpected_ready_set("wf.ready's columns differ from (queue, priority, run_at, id, key)");
+        !column_is(desc, kKey, "key", TEXTOID) || !column_is(desc, kVersion, "version", TEXTOID))
+        unexpected_ready_set(
+            "wf.ready's columns differ from (queue, priority, run_at, id, key, version)");
     Form_pg_index form = (*index)->rd_index;
     if ((*index)->rd_rel->relam != BTREE_AM_OID || form->indrelid != table_oid ||
-        form->indnkeyatts < (by_key ? 2 : 1) || form->indkey.values[0] != kQueue ||
+        form->indnkeyatts < (by_key || by_version ? 2 : 1) || form->indkey.values[0] != kQueue ||
         (by_key && (form->indkey.values[1] != kKey ||
-                    (*index)->rd_indcollation[1] != C_COLLATION_OID)))
-        unexpected_ready_set(by_key ? "wf.ready_key_order is not a btree on (queue, key COLLATE \"C\", ...)"
-                                    : "wf.ready_claim_order is not a btree on (queue, ...)");
+                    (*index)->rd_indcollation[1] != C_COLLATION_OID)) ||
+        (by_version && (form->indkey.values[1] != kVersion ||
+                        (*index)->rd_indcollation[1] != C_COLLATION_OID)))
+        unexpected_ready_set(by_key       ? "wf.ready_key_order is not a btree on (queue, key COLLATE \"C\", ...)"
+                             : by_version ? "wf.ready_version_order is not a btree on (queue, version COLLATE \"C\", ...)"
+                                          : "wf.ready_claim_order is not a btree on (queue, ...)");
     CheckCmdReplicaIdentity(*table, CMD_DELETE);
 }
 
@@ -89,8 +100,8 @@ struct OpenReadySet {
     Snapshot snapshot;
     CommandId command;
 
-    void open(bool by_key) {
-        open_ready_set(by_key, &table, &index);
+    void open(ReadyIndex which) {
+        open_ready_set(which, &table, &index);
         // A new command id and snapshot, as SPI gives each statement: the
         // rows this transaction inserted are visible, and in READ COMMITTED
         // so is every commit up to now (a waiting claimer relies on that).
@@ -134,6 +145,35 @@ struct OpenReadySet {
         return taken;
     }
 
+    // Up to `limit` due rows that match `keys`, in index order, with where
+    // they are; none is taken.
+    int collect(ScanKeyData* keys, int nkeys, TimestampTz now, int limit, ReadyRow* out,
+                ItemPointerData* where) {
+        IndexScanDesc scan = index_beginscan(table, index, snapshot, nkeys, 0);
+        index_rescan(scan, keys, nkeys, nullptr, 0);
+        TupleTableSlot* slot = table_slot_create(table, nullptr);
+        int found = 0;
+        while (found < limit && index_getnext_slot(scan, ForwardScanDirection, slot)) {
+            bool isnull;
+            TimestampTz run_at = DatumGetTimestampTz(slot_getattr(slot, kRunAt, &isnull));
+            if (run_at > now) continue;
+            out[found] = ReadyRow{DatumGetInt64(slot_getattr(slot, kId, &isnull)),
+                                  DatumGetInt32(slot_getattr(slot, kPriority, &isnull)), run_at};
+            where[found++] = slot->tts_tid;
+        }
+        ExecDropSingleTupleTableSlot(slot);
+        index_endscan(scan);
+        return found;
+    }
+
+    // Deletes the row at `where`, as take() does; false if another
+    // transaction has it.
+    bool take_at(ItemPointerData* where) {
+        TM_FailureData failure;
+        return table_tuple_delete(table, where, command, snapshot, InvalidSnapshot, false,
+                                  &failure, false) == TM_Ok;
+    }
+
     // The key of the first row that matches `keys`; false if none.
     bool first_key(ScanKeyData* keys, int nkeys, bool* is_null, std::string* key) {
         IndexScanDesc scan = index_beginscan(table, index, snapshot, nkeys, 0);
@@ -166,12 +206,53 @@ std::vector<ReadyRow> take_ready_rows(Datum queue, TimestampTz now, int limit) {
     ReadyRow* out = rows.data();
     int taken = call([&] {
         OpenReadySet set;
-        set.open(false);
+        set.open(ReadyIndex::claim_order);
         ScanKeyData key;
         key_equals(&key, 1, set.collation(0), F_TEXTEQ, queue);
         int n = set.take(&key, 1, now, limit, 0, out);
         set.close();
         return n;
+    });
+    rows.resize(static_cast<size_t>(taken));
+    return rows;
+}
+
+bool claim_order_before(const ReadyRow& a, const ReadyRow& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.run_at != b.run_at) return a.run_at < b.run_at;
+    return a.id < b.id;
+}
+
+std::vector<ReadyRow> take_ready_rows_of_versions(Datum queue, TimestampTz now, int limit,
+                                                  const std::vector<Datum>& versions) {
+    // Up to `limit` candidates per version, merged in claim order; the first
+    // `limit` of them that no other claim holds are taken.
+    size_t per_version = static_cast<size_t>(std::max(limit, 0));
+    std::vector<ReadyRow> candidates(per_version * versions.size());
+    std::vector<ItemPointerData> where(candidates.size());
+    std::vector<size_t> order(candidates.size());
+    std::vector<ReadyRow> rows(per_version);
+    int taken = 0;
+    OpenReadySet set;
+    call([&] { set.open(ReadyIndex::version_order); });
+    size_t found = 0;
+    call([&] {
+        for (Datum version : versions) {
+            ScanKeyData keys[2];
+            key_equals(&keys[0], 1, set.collation(0), F_TEXTEQ, queue);
+            key_equals(&keys[1], 2, set.collation(1), F_TEXTEQ, version);
+            found += static_cast<size_t>(set.collect(keys, 2, now, limit, &candidates[found],
+                                                     &where[found]));
+        }
+    });
+    for (size_t i = 0; i < found; i++) order[i] = i;
+    std::sort(order.begin(), order.begin() + static_cast<long>(found), [&](size_t a, size_t b) {
+        return claim_order_before(candidates[a], candidates[b]);
+    });
+    call([&] {
+        for (size_t i = 0; i < found && taken < limit; i++)
+            if (set.take_at(&where[order[i]])) rows[static_cast<size_t>(taken++)] = candidates[order[i]];
+        set.close();
     });
     rows.resize(static_cast<size_t>(taken));
     return rows;
@@ -183,7 +264,7 @@ struct ReadySetByKey::Open : OpenReadySet {};
 
 ReadySetByKey::ReadySetByKey(Datum queue) : queue_(queue), open_(std::make_unique<Open>()) {
     Open* set = open_.get();
-    call([&] { set->open(true); });
+    call([&] { set->open(ReadyIndex::key_order); });
 }
 
 // On an error the transaction's abort releases what is still open.

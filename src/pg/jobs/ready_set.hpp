@@ -25,6 +25,12 @@ struct ReadyRow {
 // writes and, in READ COMMITTED, every job committed before it.
 std::vector<ReadyRow> take_ready_rows(Datum queue, TimestampTz now, int limit);
 
+// The same, only of jobs whose version is one of `versions` (text datums),
+// from index wf.ready_version_order: each version's rows are one index
+// range, so jobs of versions this claimer does not run cost it nothing.
+std::vector<ReadyRow> take_ready_rows_of_versions(Datum queue, TimestampTz now, int limit,
+                                                  const std::vector<Datum>& versions);
+
 // The ready rows of one key, or (is_null) of the jobs without a key. Keys
 // order as bytes, as wf.ready's key column (COLLATE "C") does in the index.
 struct ReadyGroup {

@@ -15,14 +15,21 @@ namespace {
 
 // One slot per process, indexed by pgprocno: a claimer waiting
 // on a queue, seen by the transactions that commit jobs there.
+// A slot waits for a queue (a claimer) or for a result (wf_wait_job,
+// wf_wait_workflow: the hash of a job id or a workflow id).
+enum WaiterKind : uint32 { kQueueWaiter = 1, kResultWaiter = 2 };
+
 struct WaiterSlot {
-    pg_atomic_uint32 active;
+    pg_atomic_uint32 active;  // 0, or the WaiterKind it waits as
     Oid database;
     uint32 queue_hash;
 };
 
 struct WaiterSlots {
     int count;
+    // Result waiters of every database: a commit that ended jobs scans the
+    // slots for them only when there is one.
+    pg_atomic_uint32 result_waiters;
     // followed by WaiterSlot[count]
 };
 
@@ -46,6 +53,9 @@ constexpr int kMaxNotedQueues = 32;
 uint32 noted[kMaxNotedQueues];
 int noted_count = 0;
 bool noted_overflow = false;  // too many queues: wake every waiter of the database
+uint32 noted_results[kMaxNotedQueues];
+int noted_result_count = 0;
+bool noted_results_overflow = false;  // too many: wake every result waiter of the database
 bool releases_deferred = false;
 bool launcher_wake_noted = false;
 
@@ -55,7 +65,8 @@ bool launcher_wake_noted = false;
 // wakes nobody (waiting claimers find its jobs at their next timeout, the
 // worker its debts at its next pass).
 void on_transaction_end(XactEvent event, void*) {
-    bool noted_any = noted_count > 0 || noted_overflow || releases_deferred || launcher_wake_noted;
+    bool noted_any = noted_count > 0 || noted_overflow || releases_deferred || launcher_wake_noted ||
+                     noted_result_count > 0 || noted_results_overflow;
     if (!noted_any) return;
     bool committed = event == XACT_EVENT_COMMIT;
     if (!committed && event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT &&
@@ -63,11 +74,15 @@ void on_transaction_end(XactEvent event, void*) {
         return;
     if (committed) {
         if (noted_count > 0 || noted_overflow) wake_waiters(noted, noted_count, noted_overflow);
+        if (noted_result_count > 0 || noted_results_overflow)
+            wake_result_waiters(noted_results, noted_result_count, noted_results_overflow);
         if (releases_deferred) wake_database_worker_for_releases(MyDatabaseId);
         if (launcher_wake_noted) wake_launcher();
     }
     noted_count = 0;
     noted_overflow = false;
+    noted_result_count = 0;
+    noted_results_overflow = false;
     releases_deferred = false;
     launcher_wake_noted = false;
 }
@@ -104,6 +119,7 @@ void waiter_slots_init(void* at, bool found) {
     if (found) return;
     memset(waiting, 0, waiter_slots_size());
     waiting->count = proc_slot_count();
+    pg_atomic_init_u32(&waiting->result_waiters, 0);
     for (int i = 0; i < waiting->count; i++) pg_atomic_init_u32(&slots()[i].active, 0);
 }
 
@@ -113,13 +129,62 @@ void begin_waiting(uint32 hash) {
     slot->database = MyDatabaseId;
     slot->queue_hash = hash;
     pg_write_barrier();
-    pg_atomic_write_u32(&slot->active, 1);
+    pg_atomic_write_u32(&slot->active, kQueueWaiter);
     // The claim that follows must see every commit that did not see this slot.
     pg_memory_barrier();
 }
 
 void end_waiting() {
-    if (WaiterSlot* slot = my_slot()) pg_atomic_write_u32(&slot->active, 0);
+    WaiterSlot* slot = my_slot();
+    if (!slot) return;
+    if (pg_atomic_exchange_u32(&slot->active, 0) == kResultWaiter)
+        pg_atomic_fetch_sub_u32(&waiting->result_waiters, 1);
+}
+
+uint32 job_result_hash(int64 id) {
+    return hash_bytes_extended(reinterpret_cast<const unsigned char*>(&id), sizeof id, 1) & 0xffffffffu;
+}
+
+uint32 workflow_result_hash(const pg_uuid_t& id) {
+    return hash_bytes_extended(id.data, UUID_LEN, 2) & 0xffffffffu;
+}
+
+void note_result_ready(uint32 hash) {
+    if (!waiting) return;
+    for (int i = 0; i < noted_result_count; i++)
+        if (noted_results[i] == hash) return;
+    if (noted_result_count < kMaxNotedQueues)
+        noted_results[noted_result_count++] = hash;
+    else
+        noted_results_overflow = true;
+}
+
+bool begin_waiting_for_result(uint32 hash) {
+    WaiterSlot* slot = my_slot();
+    if (!slot) return false;
+    slot->database = MyDatabaseId;
+    slot->queue_hash = hash;
+    pg_write_barrier();
+    pg_atomic_write_u32(&slot->active, kResultWaiter);
+    // A full barrier: the check that follows sees every commit whose
+    // wake-up did not see this waiter.
+    pg_atomic_fetch_add_u32(&waiting->result_waiters, 1);
+    return true;
+}
+
+void wake_result_waiters(const uint32* hashes, int count, bool all) {
+    if (!waiting) return;
+    pg_memory_barrier();
+    if (pg_atomic_read_u32(&waiting->result_waiters) == 0) return;
+    WaiterSlot* waiters = slots();
+    for (int i = 0; i < waiting->count; i++) {
+        if (pg_atomic_read_u32(&waiters[i].active) != kResultWaiter) continue;
+        pg_read_barrier();
+        if (waiters[i].database != MyDatabaseId) continue;
+        bool match = all;
+        for (int h = 0; !match && h < count; h++) match = waiters[i].queue_hash == hashes[h];
+        if (match) SetLatch(&ProcGlobal->allProcs[i].procLatch);
+    }
 }
 
 void wake_waiters(const uint32* hashes, int count, bool all) {
@@ -127,7 +192,7 @@ void wake_waiters(const uint32* hashes, int count, bool all) {
     pg_memory_barrier();
     WaiterSlot* waiters = slots();
     for (int i = 0; i < waiting->count; i++) {
-        if (pg_atomic_read_u32(&waiters[i].active) == 0) continue;
+        if (pg_atomic_read_u32(&waiters[i].active) != kQueueWaiter) continue;
         pg_read_barrier();
         if (waiters[i].database != MyDatabaseId) continue;
         bool match = all;

@@ -26,6 +26,18 @@ void note_releases_deferred();
 // (or on any queue of this database when `all`).
 void wake_waiters(const uint32* hashes, int count, bool all);
 
+// Result waits (wf_wait_job, wf_wait_workflow). A job that ended notes
+// its id's hash, and its workflow's: their waiters are woken once the
+// current transaction commits. A commit with no waiter anywhere scans no
+// slot.
+uint32 job_result_hash(int64 id);
+uint32 workflow_result_hash(const pg_uuid_t& id);
+void note_result_ready(uint32 hash);
+// Registers this session as waiting for `hash` (end_waiting() ends it);
+// false without pg_wf's shared memory (the waiter must then poll).
+bool begin_waiting_for_result(uint32 hash);
+void wake_result_waiters(const uint32* hashes, int count, bool all);
+
 // Its part of pg_wf's shared memory segment (see shared_memory.hpp).
 Size waiter_slots_size();
 void waiter_slots_init(void* at, bool found);

@@ -8,6 +8,7 @@
 
 #include "pg/api/frame.hpp"
 #include "pg/api/schedule.hpp"
+#include "pg/jobs/children.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/runtime/ownership.hpp"
 
@@ -31,6 +32,9 @@ int64 sweep_database() {
     std::vector<int64> unstarted;
     fail_unstarted_jobs(&unstarted);
     if (!unstarted.empty()) cancel_dependents(unstarted, "failed: not started by its deadline");
+
+    // Outcomes of child workflows whose parent another transaction held.
+    settle_undelivered_children();
     return recovered;
 }
 

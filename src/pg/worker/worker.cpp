@@ -11,6 +11,7 @@
 #include "pg/runtime/extension.hpp"
 #include "pg/runtime/run_as.hpp"
 #include "pg/worker/reaper.hpp"
+#include "pg/jobs/children.hpp"
 #include "pg/worker/retention.hpp"
 #include "pg/runtime/worker_registry.hpp"
 
@@ -375,7 +376,11 @@ TimestampTz release_retry_at = 0;
 // is gone is left for retention to remove.
 void settle_releases(TimestampTz now) {
     bool left = false;
-    run_pass("pg_wf releases", [&] { settle_release_debts(&left); });
+    run_pass("pg_wf releases", [&] {
+        settle_release_debts(&left);
+        // Outcomes of child workflows whose parent another transaction held.
+        settle_undelivered_children();
+    });
     if (!left) {
         release_retry_ms = 0;
         return;

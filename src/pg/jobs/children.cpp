@@ -1,0 +1,219 @@
+// Jobs that ended: result waiters, child workflows, cancels that reach
+// children (see children.hpp for the protocol).
+#include "pg/jobs/children.hpp"
+
+#include <map>
+
+#include "pg/jobs/job_state.hpp"
+#include "pg/runtime/wakeup.hpp"
+
+namespace wf::pg {
+namespace {
+
+// A child's row, locked: every step of the child that ends takes it, so
+// that of two steps ending at once the second sees the first ended.
+#define WF_LOCK_CHILD_SQL(SKIP)                                                              \
+    "SELECT parent_queue, parent_id, status IS NOT NULL AS finished, delivered"             \
+    "  FROM wf.child WHERE workflow_id = $1 FOR UPDATE" SKIP
+PreparedStatement lock_child(WF_LOCK_CHILD_SQL(""), {UUIDOID});
+PreparedStatement lock_child_skipping(WF_LOCK_CHILD_SQL(" SKIP LOCKED"), {UUIDOID});
+
+// Final steps: those no job runs after (has_dependents is set on a step
+// as soon as a job depends on it, wf_complete_with_steps included).
+PreparedStatement workflow_outcome(
+    "SELECT count(*) AS steps,"
+    "       count(*) FILTER (WHERE status IN ('blocked', 'pending', 'waiting')) AS unfinished,"
+    "       CASE WHEN count(*) FILTER (WHERE status IN ('blocked', 'pending', 'waiting')) > 0"
+    "            THEN 'running'"
+    "            WHEN count(*) FILTER (WHERE status = 'failed') > 0 THEN 'failed'"
+    "            WHEN count(*) FILTER (WHERE status = 'cancelled') > 0 THEN 'cancelled'"
+    "            ELSE 'done' END AS status,"
+    "       coalesce(jsonb_object_agg(coalesce(step_name, id::text), coalesce(result, 'null'))"
+    "                  FILTER (WHERE status = 'done' AND NOT has_dependents), '{}')::text"
+    "         AS results,"
+    "       (array_agg(last_error ORDER BY id) FILTER (WHERE status = 'failed'))[1] AS error"
+    "  FROM wf.job WHERE workflow_id = $1",
+    {UUIDOID});
+
+PreparedStatement record_outcome(
+    "UPDATE wf.child SET status = $2, finished_at = now(),"
+    "       outcome = jsonb_build_object('workflow_id', workflow_id, 'status', $2::text,"
+    "                                    'results', $3::jsonb, 'error', $4::text)"
+    " WHERE workflow_id = $1",
+    {UUIDOID, TEXTOID, TEXTOID, TEXTOID});
+
+// The parent's row, unless another transaction holds it (its cancel, its
+// own completion): then the worker delivers later.
+PreparedStatement lock_parent(
+    "SELECT 1 AS locked FROM wf.job WHERE queue = $1 AND id = $2 FOR NO KEY UPDATE SKIP LOCKED",
+    {TEXTOID, INT8OID});
+
+PreparedStatement parent_exists(
+    "SELECT 1 AS found FROM wf.job WHERE queue = $1 AND id = $2", {TEXTOID, INT8OID});
+
+PreparedStatement deliver_outcome(
+    "WITH delivered AS ("
+    "  UPDATE wf.child c SET delivered = true"
+    "   WHERE c.workflow_id = $3 AND NOT c.delivered AND c.status IS NOT NULL"
+    "  RETURNING c.name, c.outcome)"
+    " UPDATE wf.job j"
+    "    SET events = coalesce(j.events, '{}') || jsonb_build_object('" "wf:child:" "' || d.name,"
+    "                                                               d.outcome)"
+    "   FROM delivered d WHERE j.queue = $1 AND j.id = $2",
+    {TEXTOID, INT8OID, UUIDOID});
+
+PreparedStatement mark_delivered(
+    "UPDATE wf.child SET delivered = true WHERE workflow_id = $1", {UUIDOID});
+
+PreparedStatement count_undelivered(
+    "SELECT count(*) AS undelivered FROM wf.child"
+    " WHERE parent_queue = $1 AND parent_id = $2 AND NOT delivered",
+    {TEXTOID, INT8OID});
+
+// A parent parked in wf_await_children goes back to pending, at once.
+PreparedStatement wake_parent(
+    "WITH woken_wait AS ("
+    "  DELETE FROM wf.event_wait w"
+    "   WHERE w.queue = $1 AND w.id = $2 AND w.event = '" "wf:children" "'"
+    "  RETURNING w.attempt),"
+    " woken AS ("
+    "  UPDATE wf.job j SET status = 'pending', run_at = now()"
+    "    FROM woken_wait w"
+    "   WHERE j.queue = $1 AND j.id = $2 AND j.attempt = w.attempt AND j.status = 'waiting'"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version),"
+    WF_SQL_ENTER_READY("woken", "")
+    " SELECT count(*) AS woken FROM woken",
+    {TEXTOID, INT8OID});
+
+PreparedStatement children_to_cancel(
+    "SELECT workflow_id FROM wf.child WHERE parent_id = ANY ($1) AND status IS NULL"
+    " ORDER BY workflow_id",
+    {INT8ARRAYOID});
+
+PreparedStatement undelivered_outcomes(
+    "SELECT workflow_id FROM wf.child WHERE status IS NOT NULL AND NOT delivered"
+    " ORDER BY workflow_id LIMIT 1000",
+    {});
+
+pg_uuid_t uuid_of(Datum d) {
+    pg_uuid_t id;
+    std::memcpy(&id, DatumGetUUIDP(d), sizeof id);
+    return id;
+}
+
+bool uuid_less(const pg_uuid_t& a, const pg_uuid_t& b) {
+    return std::memcmp(a.data, b.data, UUID_LEN) < 0;
+}
+
+// The outcome of child workflow `id`, recorded earlier, goes into its
+// parent's events. False when the parent is held by another transaction.
+bool deliver(const std::string& queue, int64 parent_id, Datum id) {
+    Params<3> p;
+    p.set(0, text_datum(queue));
+    p.set(1, Int64GetDatum(parent_id));
+    p.set(2, id);
+    if (lock_parent.execute(p.values, p.nulls).empty()) {
+        if (!parent_exists.execute_latest(p.values, p.nulls).empty()) {
+            // Held: the worker delivers once that transaction is over.
+            note_releases_deferred();
+            return false;
+        }
+        // The parent is gone (deleted by retention): nobody to deliver to.
+        Params<1> w;
+        w.set(0, id);
+        mark_delivered.execute(w.values, w.nulls);
+        return true;
+    }
+    deliver_outcome.execute(p.values, p.nulls);
+    // Under the parent's lock: every other delivery to it has committed or
+    // waits behind this one (a delivery that skipped the lock is not
+    // delivered, and counts).
+    if (count_undelivered.execute_latest(p.values, p.nulls).int64_at(0, "undelivered") == 0 &&
+        wake_parent.execute(p.values, p.nulls).int64_at(0, "woken") > 0)
+        note_queue_ready(queue);
+    return true;
+}
+
+// Child workflow `id` (a step of it ended): recorded and delivered once
+// its last step has ended.
+void settle_child(const pg_uuid_t& uuid, bool skip_locked) {
+    Params<4> p;
+    p.set(0, UUIDPGetDatum(const_cast<pg_uuid_t*>(&uuid)));
+    Rows child = (skip_locked ? lock_child_skipping : lock_child).execute(p.values, p.nulls);
+    if (child.empty()) return;
+    std::string queue_name = child.text_at(0, "parent_queue");
+    int64 parent_id = child.int64_at(0, "parent_id");
+    bool delivered = child.bool_at(0, "delivered");
+    if (!child.bool_at(0, "finished")) {
+        WorkflowOutcome outcome = read_workflow_outcome(p.values[0]);
+        if (!outcome.finished) return;
+        p.set(1, text_datum(outcome.status));
+        p.set(2, text_datum(*outcome.results_json));
+        p.set_or_null(3, !outcome.error, outcome.error ? text_datum(*outcome.error) : 0);
+        record_outcome.execute(p.values, p.nulls);
+    }
+    if (!delivered) deliver(queue_name, parent_id, p.values[0]);
+}
+
+}  // namespace
+
+WorkflowOutcome read_workflow_outcome(Datum workflow_id) {
+    Params<1> p;
+    p.set(0, workflow_id);
+    Rows rows = workflow_outcome.execute_latest(p.values, p.nulls);
+    WorkflowOutcome outcome;
+    outcome.exists = rows.int64_at(0, "steps") > 0;
+    outcome.finished = outcome.exists && rows.int64_at(0, "unfinished") == 0;
+    outcome.status = rows.text_at(0, "status");
+    outcome.results_json = rows.text_at(0, "results");
+    if (!rows.is_null(0, "error")) outcome.error = rows.text_at(0, "error");
+    return outcome;
+}
+
+void jobs_ended(const Rows& rows) {
+    std::vector<int64> cancelled;
+    std::vector<pg_uuid_t> child_workflows;
+    for (uint64 r = 0; r < rows.size(); r++) {
+        std::string status = rows.text_at(r, "status");
+        if (status != "done" && status != "failed" && status != "cancelled") continue;
+        int64 id = rows.int64_at(r, "id");
+        note_result_ready(job_result_hash(id));
+        if (!rows.is_null(r, "workflow_id")) {
+            pg_uuid_t workflow = uuid_of(rows.datum(r, "workflow_id"));
+            note_result_ready(workflow_result_hash(workflow));
+            if (!rows.is_null(r, "child_of")) child_workflows.push_back(workflow);
+        }
+        if (status == "cancelled") cancelled.push_back(id);
+    }
+    // Children's rows are locked in one order by every transaction.
+    std::sort(child_workflows.begin(), child_workflows.end(), uuid_less);
+    for (size_t i = 0; i < child_workflows.size(); i++)
+        if (i == 0 || uuid_less(child_workflows[i - 1], child_workflows[i]))
+            settle_child(child_workflows[i], false);
+    if (cancelled.empty()) return;
+    // A cancelled job's unfinished children are cancelled, and theirs in turn
+    // (cancel_workflow_steps ends steps, which comes back here).
+    Params<1> p;
+    p.set(0, int8_array(cancelled));
+    Rows children = children_to_cancel.execute(p.values, p.nulls);
+    std::vector<pg_uuid_t> ids;
+    for (uint64 r = 0; r < children.size(); r++) ids.push_back(uuid_of(children.datum(r, "workflow_id")));
+    for (pg_uuid_t& id : ids) cancel_workflow_steps(UUIDPGetDatum(&id));
+}
+
+int64 undelivered_children(Datum queue, int64 parent_id) {
+    Params<2> p;
+    p.set(0, queue);
+    p.set(1, Int64GetDatum(parent_id));
+    return count_undelivered.execute_latest(p.values, p.nulls).int64_at(0, "undelivered");
+}
+
+int64 settle_undelivered_children() {
+    Rows rows = undelivered_outcomes.execute();
+    std::vector<pg_uuid_t> ids;
+    for (uint64 r = 0; r < rows.size(); r++) ids.push_back(uuid_of(rows.datum(r, "workflow_id")));
+    for (const pg_uuid_t& id : ids) settle_child(id, true);
+    return static_cast<int64>(ids.size());
+}
+
+}  // namespace wf::pg

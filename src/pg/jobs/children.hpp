@@ -1,0 +1,57 @@
+// What follows when jobs end: the waiters of their results are woken, the
+// child workflows they belonged to are settled (their outcome reaches the
+// parent job), and the children of a cancelled job are cancelled with it.
+// Every transition of job_state.cpp that ends jobs (done, failed,
+// cancelled) hands its rows to jobs_ended(). Runs inside SPI.
+//
+// A child workflow (wf_start_child) is a row of wf.child naming its parent
+// job. Its steps carry the parent's id (wf.job.child_of), so that the end
+// of any of them settles it: under the child row's lock, the step that
+// ends last sees every other step ended (latest snapshot) and records the
+// outcome. The outcome is then delivered into the parent job's events as
+// "wf:child:<name>"; a parent waiting in wf_await_children goes back to
+// pending once every child of it is delivered. A parent row another
+// transaction holds is skipped (never waited for: a cancel of the parent
+// holds it while it cancels the children) and the background worker
+// delivers a moment later (settle_undelivered_children).
+#pragma once
+
+#include <optional>
+
+#include "pg/base/spi.hpp"
+
+namespace wf::pg {
+
+// The event name under which a parked job waits for its children, and the
+// prefix of the names of its children's outcomes in its events. Names
+// starting with "wf:" are pg_wf's: wf_signal and wf_await_event refuse them.
+inline constexpr const char* kChildrenEvent = "wf:children";
+inline constexpr const char* kChildOutcomePrefix = "wf:child:";
+inline constexpr const char* kReservedEventPrefix = "wf:";
+
+// After a statement that ended jobs: `rows` has columns id, status,
+// workflow_id and child_of (rows whose status is not done, failed or
+// cancelled are ignored).
+void jobs_ended(const Rows& rows);
+
+// A workflow's outcome: whether every step has ended, its status (done,
+// failed, cancelled), the results of its final steps (those no job runs
+// after) by step name, and the first failed step's error. Read with the
+// latest snapshot.
+struct WorkflowOutcome {
+    bool exists = false;
+    bool finished = false;
+    std::string status;   // done, failed, cancelled; "running" while unfinished
+    std::optional<std::string> results_json;
+    std::optional<std::string> error;
+};
+WorkflowOutcome read_workflow_outcome(Datum workflow_id);
+
+// The unfinished children of a parent job (none: 0).
+int64 undelivered_children(Datum queue, int64 parent_id);
+
+// The background worker's pass (and wf_sweep's): outcomes recorded but not
+// delivered, because their parent was held. Returns how many it delivered.
+int64 settle_undelivered_children();
+
+}  // namespace wf::pg
