@@ -15,7 +15,7 @@ SELECT rolcanlogin, rolsuper FROM pg_roles WHERE rolname = 'wf_owner';
 SELECT count(*) AS table_grants FROM information_schema.role_table_grants
  WHERE table_schema = 'wf' AND grantee NOT IN ('wf_owner', 'PUBLIC')
    AND table_name NOT IN ('jobs', 'job_states', 'queue_stats', 'workflows', 'schedules', 'grants');
-SELECT has_function_privilege('sec_worker', 'wf_claim(text,text,int,interval,interval)', 'EXECUTE')
+SELECT has_function_privilege('sec_worker', 'wf_claim(text,text,int,interval,interval,text[])', 'EXECUTE')
        AS worker_may_execute_before;
 
 -- A superuser makes sec_admin the administrator of acme's queues; it
@@ -32,9 +32,9 @@ SELECT try_sql($$SELECT wf_grant('sec_other', 'work', '*')$$) AS every_queue;
 SELECT try_sql($$SELECT wf_grant('sec_other', 'rule', 'acme.x')$$) AS bad_capability;
 SELECT grantee, capability, queues, granted_by FROM wf.grants ORDER BY 1, 2, 3;
 RESET ROLE;
-SELECT has_function_privilege('sec_worker', 'wf_claim(text,text,int,interval,interval)', 'EXECUTE')
+SELECT has_function_privilege('sec_worker', 'wf_claim(text,text,int,interval,interval,text[])', 'EXECUTE')
        AS worker_may_execute,
-       has_function_privilege('sec_worker', 'wf_enqueue(text,jsonb,timestamptz,int,int,text,uuid,text,bigint[],text,text,text,interval,timestamptz)', 'EXECUTE')
+       has_function_privilege('sec_worker', 'wf_enqueue(text,jsonb,timestamptz,int,int,text,uuid,text,bigint[],text,text,text,interval,timestamptz,text)', 'EXECUTE')
        AS worker_may_enqueue;
 
 -- Another tenant's job, and one of acme's.
@@ -123,7 +123,7 @@ SET ROLE sec_admin;
 SELECT wf_revoke('sec_worker', 'work', 'acme.*');
 SELECT wf_revoke('sec_worker', 'work', 'acme.*') AS revoked_twice;
 RESET ROLE;
-SELECT has_function_privilege('sec_worker', 'wf_claim(text,text,int,interval,interval)', 'EXECUTE')
+SELECT has_function_privilege('sec_worker', 'wf_claim(text,text,int,interval,interval,text[])', 'EXECUTE')
        AS worker_may_execute,
        has_function_privilege('sec_worker', 'wf_signal(text,jsonb)', 'EXECUTE') AS may_still_signal;
 SET ROLE sec_worker;

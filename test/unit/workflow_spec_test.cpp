@@ -442,7 +442,8 @@ TEST(WorkflowSpecErrors, UnknownKeys) {
     f = failure_of(R"({"queue": "q", "stepz": [], "steps": [{"name": "x"}]})");
     EXPECT_EQ(f.sqlstate, "22023");
     EXPECT_EQ(f.message, "unknown key \"stepz\" in the workflow");
-    EXPECT_EQ(f.hint, "The keys of the workflow are \"name\", \"queue\" and \"steps\".");
+    EXPECT_EQ(f.hint,
+              "The keys of the workflow are \"name\", \"queue\", \"key\", \"version\" and \"steps\".");
 }
 
 TEST(WorkflowSpecErrors, MissingQueue) {

@@ -90,6 +90,12 @@ PreparedStatement children_to_cancel(
     " ORDER BY workflow_id",
     {INT8ARRAYOID});
 
+PreparedStatement recorded_outcomes_of(
+    "SELECT workflow_id FROM wf.child"
+    " WHERE parent_queue = $1 AND parent_id = $2 AND status IS NOT NULL AND NOT delivered"
+    " ORDER BY workflow_id",
+    {TEXTOID, INT8OID});
+
 PreparedStatement undelivered_outcomes(
     "SELECT workflow_id FROM wf.child WHERE status IS NOT NULL AND NOT delivered"
     " ORDER BY workflow_id LIMIT 1000",
@@ -114,8 +120,10 @@ bool deliver(const std::string& queue, int64 parent_id, Datum id) {
     p.set(2, id);
     if (lock_parent.execute(p.values, p.nulls).empty()) {
         if (!parent_exists.execute_latest(p.values, p.nulls).empty()) {
-            // Held: the worker delivers once that transaction is over.
-            note_releases_deferred();
+            // Held: the worker delivers once that transaction is over (woken
+            // at this commit; the worker itself tries again at its next pass,
+            // rather than waking itself in a loop while the holder runs on).
+            if (!IsBackgroundWorker) note_releases_deferred();
             return false;
         }
         // The parent is gone (deleted by retention): nobody to deliver to.
@@ -205,6 +213,12 @@ int64 undelivered_children(Datum queue, int64 parent_id) {
     Params<2> p;
     p.set(0, queue);
     p.set(1, Int64GetDatum(parent_id));
+    // Outcomes recorded while another transaction held the parent (this
+    // caller holds it now): delivered here rather than at the worker's pass.
+    Rows recorded = recorded_outcomes_of.execute_latest(p.values, p.nulls);
+    std::vector<pg_uuid_t> ids;
+    for (uint64 r = 0; r < recorded.size(); r++) ids.push_back(uuid_of(recorded.datum(r, "workflow_id")));
+    for (const pg_uuid_t& id : ids) settle_child(id, true);
     return count_undelivered.execute_latest(p.values, p.nulls).int64_at(0, "undelivered");
 }
 

@@ -47,7 +47,9 @@ struct WorkflowOutcome {
 };
 WorkflowOutcome read_workflow_outcome(Datum workflow_id);
 
-// The unfinished children of a parent job (none: 0).
+// The children of a parent job whose outcome it has not received yet,
+// after delivering those recorded meanwhile (the caller holds the parent's
+// row).
 int64 undelivered_children(Datum queue, int64 parent_id);
 
 // The background worker's pass (and wf_sweep's): outcomes recorded but not

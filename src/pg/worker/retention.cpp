@@ -27,7 +27,8 @@ PreparedStatement expire_jobs(
 // groups nothing holds; workflows whose steps are all gone; signals
 // older than retention that nobody waits for (a later await of such an
 // event waits for a new signal); wait rows whose job no longer waits at
-// that attempt (it was cancelled).
+// that attempt (it was cancelled); workflow keys and child rows nothing
+// needs any more.
 PreparedStatement expire_leftovers(
     "WITH debts AS ("
     "  DELETE FROM wf.release_debt r WHERE NOT EXISTS ("
@@ -53,7 +54,18 @@ PreparedStatement expire_leftovers(
     " waits AS ("
     "  DELETE FROM wf.event_wait w WHERE w.since < $1"
     "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = w.queue AND j.id = w.id"
-    "                        AND j.attempt = w.attempt AND j.status = 'waiting'))"
+    "                        AND j.attempt = w.attempt AND j.status = 'waiting')),"
+    // Workflow keys whose workflow is over or gone (the next start takes
+    // them over); children whose parent job is gone and whose outcome was
+    // delivered (or had nobody to go to).
+    " workflow_keys AS ("
+    "  DELETE FROM wf.workflow_key k WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.workflow_id = k.workflow_id"
+    "        AND j.status IN ('blocked', 'pending', 'waiting'))),"
+    " children AS ("
+    "  DELETE FROM wf.child c WHERE c.started_at < $1 AND c.status IS NOT NULL"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = c.parent_queue"
+    "                        AND j.id = c.parent_id))"
     " SELECT 1",
     {TIMESTAMPTZOID});
 
