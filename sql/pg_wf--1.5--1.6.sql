@@ -203,13 +203,13 @@ SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_wait_job(queue text, id bigint, timeout interval DEFAULT '30 seconds')
 RETURNS TABLE (status text, result jsonb, error text)
-AS 'MODULE_PATHNAME', 'wf_wait_job' LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'wf_wait_job' LANGUAGE C VOLATILE ROWS 1
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_wait_workflow(workflow_id uuid, timeout interval DEFAULT '30 seconds')
 RETURNS TABLE (status text, result jsonb, error text)
-AS 'MODULE_PATHNAME', 'wf_wait_workflow' LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'wf_wait_workflow' LANGUAGE C VOLATILE ROWS 1
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 

@@ -65,7 +65,8 @@ PreparedStatement delete_grant(
 PreparedStatement functions_of(
     "SELECT p.oid::regprocedure::text AS signature,"
     "       EXISTS (SELECT 1 FROM wf.grant g WHERE g.grantee = $2"
-    "                  AND g.capability IN ($3, 'administer')) AS still_needed"
+    "                  AND (g.capability = ANY ($3::text[]) OR g.capability = 'administer'))"
+    "         AS still_needed"
     "  FROM pg_proc p"
     "  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'"
     "  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_wf'"
@@ -90,12 +91,15 @@ std::vector<std::string> function_names(Capability c) {
     return names;
 }
 
-// The capability (besides administer) that opens a function.
-Capability capability_opening(const std::string& function) {
+// The capabilities (besides administer) that open a function, as a text[]
+// literal: wf_wait_job is opened by produce and by operate.
+std::string capabilities_opening(const std::string& function) {
+    std::string list;
     for (int c = 0; c < kCapabilities - 1; c++)
         for (const std::string& name : function_names(static_cast<Capability>(c)))
-            if (name == function) return static_cast<Capability>(c);
-    return Capability::administer;
+            if (name == function)
+                list += (list.empty() ? "" : ",") + std::string(capability_name(static_cast<Capability>(c)));
+    return "{" + list + "}";
 }
 
 std::unordered_map<std::string, bool> cache;
@@ -270,7 +274,7 @@ WF_SQL_FUNCTION(wf_grant) {
         Params<3> f;
         f.set(0, text_datum(kFunctions[static_cast<int>(args.capability)]));
         f.set(1, ObjectIdGetDatum(args.role));
-        f.set(2, text_datum(capability_name(args.capability)));
+        f.set(2, text_datum(std::string("{") + capability_name(args.capability) + "}"));
         Rows functions = functions_of.execute(f.values, f.nulls);
         std::vector<std::string> signatures;
         for (uint64 r = 0; r < functions.size(); r++)
@@ -300,7 +304,7 @@ WF_SQL_FUNCTION(wf_revoke) {
             Params<3> f;
             f.set(0, text_datum("{" + name + "}"));
             f.set(1, ObjectIdGetDatum(args.role));
-            f.set(2, text_datum(capability_name(capability_opening(name))));
+            f.set(2, text_datum(capabilities_opening(name)));
             Rows functions = functions_of.execute(f.values, f.nulls);
             if (functions.size() == 1 && !functions.bool_at(0, "still_needed"))
                 run_utility("REVOKE EXECUTE ON FUNCTION " + functions.text_at(0, "signature") +
