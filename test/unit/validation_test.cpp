@@ -123,3 +123,43 @@ TEST(Arguments, MaxAttemptsIsBounded) {
     // INT_MAX was accepted, and a snooze or retry of the job then overflowed (22003).
     EXPECT_EQ(sqlstate_of([] { validate_max_attempts(2147483647); }), "22023");
 }
+
+// 1.6: event names starting with "wf:" are pg_wf's own (a job's children:
+// "wf:children", "wf:child:<name>"); wf_signal, wf_await_event and
+// wf_signal_with_start refuse them.
+TEST(EventName, OrdinaryNamesAreAccepted) {
+    EXPECT_EQ(sqlstate_of([] { validate_event_name("approval:42"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_event_name("wf"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_event_name("wf_done"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_event_name("my-wf:x"); }), "");  // not a prefix
+    EXPECT_EQ(sqlstate_of([] { validate_event_name("w:f"); }), "");
+    EXPECT_EQ(sqlstate_of([] { validate_event_name(std::string(256, 'e')); }), "");
+}
+
+TEST(EventName, ReservedPrefixIsRefused) {
+    EXPECT_EQ(sqlstate_of([] { validate_event_name("wf:"); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_event_name("wf:children"); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_event_name("wf:child:fetch"); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_event_name("wf:anything else"); }), "22023");
+    try {
+        validate_event_name("wf:child:x");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "event name \"wf:child:x\" is reserved");
+        EXPECT_FALSE(e.detail().empty());
+        EXPECT_NE(e.hint().find("wf:"), std::string::npos) << e.hint();
+    }
+}
+
+TEST(EventName, LabelRulesStillApply) {
+    EXPECT_EQ(sqlstate_of([] { validate_event_name(""); }), "22023");
+    EXPECT_EQ(sqlstate_of([] { validate_event_name(std::string(257, 'e')); }), "54000");
+    // A long name with the prefix: refused either way, never accepted.
+    EXPECT_NE(sqlstate_of([] { validate_event_name("wf:" + std::string(300, 'e')); }), "");
+    try {
+        validate_event_name("");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "event must not be empty");
+    }
+}

@@ -442,8 +442,14 @@ TEST(WorkflowSpecErrors, UnknownKeys) {
     f = failure_of(R"({"queue": "q", "stepz": [], "steps": [{"name": "x"}]})");
     EXPECT_EQ(f.sqlstate, "22023");
     EXPECT_EQ(f.message, "unknown key \"stepz\" in the workflow");
+    // 1.6: "key" and "version" are keys of the workflow too.
     EXPECT_EQ(f.hint,
-              "The keys of the workflow are \"name\", \"queue\", \"key\", \"version\" and \"steps\".");
+              "The keys of the workflow are \"name\", \"queue\", \"key\", \"version\" and "
+              "\"steps\".");
+    // ... and "version" of a step.
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "x", "versoin": "v1"}]})");
+    EXPECT_EQ(f.message, "unknown key \"versoin\" in step \"x\"");
+    EXPECT_NE(f.hint.find("\"version\""), std::string::npos) << f.hint;
 }
 
 TEST(WorkflowSpecErrors, MissingQueue) {
@@ -645,6 +651,245 @@ TEST(WorkflowSpecErrors, FirstErrorInInputOrderWins) {
     Failure f = failure_of(R"({"queue": "q", "steps": [
         {"name": "a", "after": ["nope"]}, {"name": "b", "priority": "high"}]})");
     EXPECT_EQ(f.message, "\"priority\" of step \"b\" must be an integer");
+}
+
+// --- 1.6: workflow "key" and "version", step "version" ------------------------
+
+TEST(WorkflowSpecKeyVersion, AbsentByDefault) {
+    WorkflowSpec w = parse(R"({"queue": "q", "steps": [{"name": "a"}]})");
+    EXPECT_FALSE(w.key.has_value());
+    EXPECT_FALSE(w.version.has_value());
+    EXPECT_FALSE(w.steps[0].version.has_value());
+    EXPECT_TRUE(w.steps[0].after_existing.empty());
+}
+
+TEST(WorkflowSpecKeyVersion, TopLevelKeyAndVersionAreRead) {
+    WorkflowSpec w = parse(R"({"name": "orders", "key": "order-42", "version": "v2",
+                               "queue": "q", "steps": [{"name": "a"}, {"name": "b"}]})");
+    EXPECT_EQ(w.name, std::optional<std::string>("orders"));
+    EXPECT_EQ(w.key, std::optional<std::string>("order-42"));
+    EXPECT_EQ(w.version, std::optional<std::string>("v2"));
+    // The workflow's version is not copied into the steps: a step's own
+    // version comes first, then the workflow's, then the queue's (SQL layer).
+    EXPECT_FALSE(w.steps[0].version.has_value());
+    EXPECT_FALSE(w.steps[1].version.has_value());
+    // After the steps, too.
+    w = parse(R"({"queue": "q", "steps": [{"name": "a"}], "version": "late", "key": "k"})");
+    EXPECT_EQ(w.version, std::optional<std::string>("late"));
+    EXPECT_EQ(w.key, std::optional<std::string>("k"));
+}
+
+TEST(WorkflowSpecKeyVersion, StepVersionIsRead) {
+    WorkflowSpec w = parse(R"({"queue": "q", "version": "v1", "steps": [
+        {"name": "a", "version": "v3"}, {"name": "b", "after": ["a"]},
+        {"name": "c", "version": null}]})");
+    ASSERT_EQ(names(w), (Names{"a", "b", "c"}));
+    EXPECT_EQ(w.steps[0].version, std::optional<std::string>("v3"));
+    EXPECT_FALSE(w.steps[1].version.has_value());
+    EXPECT_FALSE(w.steps[2].version.has_value());  // null: absent
+    EXPECT_EQ(w.version, std::optional<std::string>("v1"));
+}
+
+TEST(WorkflowSpecKeyVersion, NullMeansAbsent) {
+    WorkflowSpec w = parse(R"({"key": null, "version": null, "queue": "q",
+                               "steps": [{"name": "a", "version": null}]})");
+    EXPECT_FALSE(w.key.has_value());
+    EXPECT_FALSE(w.version.has_value());
+    EXPECT_FALSE(w.steps[0].version.has_value());
+}
+
+TEST(WorkflowSpecKeyVersion, LabelsUpToTheLimitAreAccepted) {
+    std::string longest(limits::label_bytes, 'k');
+    json spec = {{"key", longest}, {"version", longest}, {"queue", "q"},
+                 {"steps", {{{"name", "a"}, {"version", longest}}}}};
+    WorkflowSpec w = parse_doc(spec);
+    EXPECT_EQ(w.key, std::optional<std::string>(longest));
+    EXPECT_EQ(w.version, std::optional<std::string>(longest));
+    EXPECT_EQ(w.steps[0].version, std::optional<std::string>(longest));
+}
+
+TEST(WorkflowSpecKeyVersionErrors, WrongTypes) {
+    Failure f = failure_of(R"({"key": 42, "queue": "q", "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"key\" of the workflow must be a string");
+    EXPECT_EQ(f.detail, "It is a number.");
+
+    f = failure_of(R"({"version": ["v1"], "queue": "q", "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"version\" of the workflow must be a string");
+    EXPECT_EQ(f.detail, "It is an array.");
+
+    f = failure_of(R"({"version": true, "queue": "q", "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.detail, "It is a boolean.");
+
+    f = failure_of(R"({"key": {"id": 1}, "queue": "q", "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"key\" of the workflow must be a string");
+    EXPECT_EQ(f.detail, "It is an object.");
+
+    // A step's version: the step is named, even when "name" comes later.
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "a", "version": 2}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"version\" of step \"a\" must be a string");
+    EXPECT_EQ(f.detail, "It is a number.");
+    f = failure_of(R"({"queue": "q", "steps": [{"version": {"name": "x"}, "name": "b"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"version\" of step \"b\" must be a string");
+    EXPECT_EQ(f.detail, "It is an object.");
+    f = failure_of(R"({"queue": "q", "steps": [{"version": 1.5}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"version\" of step 1 must be a string");
+}
+
+TEST(WorkflowSpecKeyVersionErrors, EmptyOrTooLong) {
+    Failure f = failure_of(R"({"key": "", "queue": "q", "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "workflow key must not be empty");
+    f = failure_of(R"({"version": "", "queue": "q", "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "workflow version must not be empty");
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "a", "version": ""}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "\"version\" must not be empty in step \"a\"");
+
+    std::string too_long(limits::label_bytes + 1, 'v');
+    f = failure_of_doc({{"key", too_long}, {"queue", "q"}, {"steps", {{{"name", "a"}}}}});
+    EXPECT_EQ(f.sqlstate, "54000");
+    EXPECT_EQ(f.message, "workflow key is too long");
+    f = failure_of_doc({{"version", too_long}, {"queue", "q"}, {"steps", {{{"name", "a"}}}}});
+    EXPECT_EQ(f.sqlstate, "54000");
+    EXPECT_EQ(f.message, "workflow version is too long");
+    f = failure_of_doc({{"queue", "q"}, {"steps", {{{"name", "a"}, {"version", too_long}}}}});
+    EXPECT_EQ(f.sqlstate, "54000");
+    EXPECT_EQ(f.message, "\"version\" is too long in step \"a\"");
+}
+
+TEST(WorkflowSpecKeyVersionErrors, GivenTwice) {
+    // jsonb keeps one of two equal keys; raw text may have both.
+    Failure f = failure_of(R"({"key": "a", "key": "b", "queue": "q", "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "key \"key\" appears twice in the workflow");
+    f = failure_of(R"({"version": "a", "queue": "q", "version": "b", "steps": [{"name": "a"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "key \"version\" appears twice in the workflow");
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "a", "version": "1", "version": "2"}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "key \"version\" appears twice in step \"a\"");
+}
+
+// --- 1.6: existing_steps (steps added to a running workflow) ------------------
+
+namespace {
+using Existing = std::vector<std::string>;
+
+WorkflowSpec parse_adding(const std::string& text, const Existing& existing) {
+    return parse_workflow_spec(text, payload_limit, existing);
+}
+
+Failure failure_adding(const std::string& text, const Existing& existing) {
+    try {
+        parse_workflow_spec(text, payload_limit, existing);
+    } catch (const Error& e) {
+        return {e.sqlstate(), e.what(), e.detail(), e.hint()};
+    }
+    return {};
+}
+
+const StepSpec& step_named(const WorkflowSpec& w, const std::string& name) {
+    for (const StepSpec& s : w.steps)
+        if (s.name == name) return s;
+    throw std::runtime_error("no step " + name);
+}
+}  // namespace
+
+TEST(WorkflowSpecExisting, AfterAnExistingStepLandsInAfterExisting) {
+    WorkflowSpec w = parse_adding(R"({"queue": "q", "steps": [{"name": "m1", "after": ["split"]}]})",
+                                  {"split", "side"});
+    ASSERT_EQ(names(w), (Names{"m1"}));
+    EXPECT_EQ(w.steps[0].after_existing, (Names{"split"}));
+    EXPECT_TRUE(w.steps[0].after.empty());  // nothing to wait for among the new steps
+}
+
+TEST(WorkflowSpecExisting, AfterExistingIsDeduplicatedInFirstListedOrder) {
+    WorkflowSpec w = parse_adding(
+        R"({"queue": "q", "steps": [{"name": "j", "after": ["side", "split", "side", "split", "side"]}]})",
+        {"split", "side"});
+    EXPECT_EQ(w.steps[0].after_existing, (Names{"side", "split"}));
+}
+
+TEST(WorkflowSpecExisting, NewAndExistingPredecessorsTogether) {
+    // A join after two new steps and the step that adds them (fan-out + join).
+    WorkflowSpec w = parse_adding(R"({"queue": "q", "steps": [
+        {"name": "join", "after": ["m1", "split", "m2", "split"]},
+        {"name": "m1", "after": ["split"]},
+        {"name": "m2"}]})",
+                                  {"split"});
+    expect_topological(w);
+    ASSERT_EQ(names(w), (Names{"m1", "m2", "join"}));
+    EXPECT_EQ(after_names(w, "join"), (Names{"m1", "m2"}));
+    EXPECT_EQ(step_named(w, "join").after_existing, (Names{"split"}));
+    EXPECT_EQ(step_named(w, "m1").after_existing, (Names{"split"}));
+    EXPECT_TRUE(step_named(w, "m1").after.empty());
+    EXPECT_TRUE(step_named(w, "m2").after_existing.empty());
+}
+
+TEST(WorkflowSpecExisting, ExistingStepsDoNotChangeAnOrdinarySpec) {
+    WorkflowSpec w = parse_adding(
+        R"({"queue": "q", "steps": [{"name": "a"}, {"name": "b", "after": ["a"]}]})", {"x", "y"});
+    ASSERT_EQ(names(w), (Names{"a", "b"}));
+    EXPECT_EQ(w.steps[1].after, (std::vector<std::size_t>{0}));
+    EXPECT_TRUE(w.steps[0].after_existing.empty());
+    EXPECT_TRUE(w.steps[1].after_existing.empty());
+}
+
+TEST(WorkflowSpecExisting, ANewStepMayNotReuseAnExistingName) {
+    Failure f = failure_adding(R"({"queue": "q", "steps": [{"name": "m1"}, {"name": "split"}]})",
+                               {"split", "side"});
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step \"split\" is already a step of the workflow");
+    EXPECT_FALSE(f.hint.empty());
+    // Also when a new step runs after the name it reuses.
+    f = failure_adding(R"({"queue": "q", "steps": [{"name": "side", "after": ["side"]}]})",
+                       {"split", "side"});
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step \"side\" is already a step of the workflow");
+    // Names are case-sensitive: "Split" is a new name.
+    WorkflowSpec w = parse_adding(R"({"queue": "q", "steps": [{"name": "Split"}]})", {"split"});
+    EXPECT_EQ(names(w), (Names{"Split"}));
+}
+
+TEST(WorkflowSpecExisting, DuplicatesAmongNewStepsStillFail) {
+    Failure f = failure_adding(R"({"queue": "q", "steps": [{"name": "n"}, {"name": "n"}]})",
+                               {"split"});
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "duplicate step name \"n\"");
+}
+
+TEST(WorkflowSpecExisting, UnknownNamesStillFail) {
+    Failure f = failure_adding(
+        R"({"queue": "q", "steps": [{"name": "m1", "after": ["split", "nope"]}]})", {"split"});
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step \"m1\" runs after unknown step \"nope\"");
+    // Without existing steps, an existing step's name is unknown.
+    f = failure_of(R"({"queue": "q", "steps": [{"name": "m1", "after": ["split"]}]})");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step \"m1\" runs after unknown step \"split\"");
+}
+
+TEST(WorkflowSpecExisting, ANewStepAfterItselfStillFails) {
+    Failure f = failure_adding(R"({"queue": "q", "steps": [{"name": "m1", "after": ["m1"]}]})",
+                               {"split"});
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "step \"m1\" runs after itself");
+}
+
+TEST(WorkflowSpecExisting, CyclesAmongNewStepsStillFail) {
+    Failure f = failure_adding(R"({"queue": "q", "steps": [
+        {"name": "a", "after": ["b", "split"]}, {"name": "b", "after": ["a"]}]})",
+                               {"split"});
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "workflow has a cycle: \"a\" -> \"b\" -> \"a\"");
 }
 
 // --- scale ---------------------------------------------------------------------
