@@ -103,7 +103,7 @@ PreparedStatement record_child(
 // The running step, locked as a completion locks it: whether its cancel
 // was requested, its workflow and its version.
 PreparedStatement lock_running_step(
-    "SELECT j.cancel_requested, j.workflow_id, j.version FROM wf.job j, wf.claim c"
+    "SELECT j.cancel_requested, j.workflow_id, j.version, j.child_of FROM wf.job j, wf.claim c"
     " WHERE " WF_SQL_TOKEN_HOLDS " FOR NO KEY UPDATE OF j",
     {TEXTOID, INT8OID, INT4OID});
 
@@ -480,7 +480,9 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
         StepsTarget target;
         target.workflow_id = UUIDPGetDatum(&workflow);
         if (!step.is_null(0, "version")) target.default_version = step.text_at(0, "version");
-        if (step.bool_at(0, "cancel_requested")) {
+        // Steps added to a child workflow belong to the same parent.
+        if (!step.is_null(0, "child_of")) target.child_of = step.int64_at(0, "child_of");
+        if (step.bool_at(0, "cancel_requested") || steps_text == "[]") {
             complete_job(token, optional_arg(fcinfo, 3));
             return true;
         }
@@ -516,15 +518,15 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
                 outer_parents.push_back(target.existing[parent]);
             }
 
-        bool is_done = false;
-        complete_job(token, optional_arg(fcinfo, 3), &is_done);
-        if (!is_done) return true;
+        // The new steps first: when the completion ends the workflow's last
+        // running step, they are there (a child workflow is not over).
         insert_steps(spec, target);
         if (!outer_parents.empty()) {
             Params<1> f;
             f.set(0, int8_array(outer_parents));
             flag_parents.execute(f.values, f.nulls);
         }
+        complete_job(token, optional_arg(fcinfo, 3));
         return true;
     });
     PG_RETURN_BOOL(completed);
