@@ -4,9 +4,15 @@
 # runs demo/pipeline.py (worker processes running a document pipeline through
 # the SQL API; one of them is killed midway), then demo/workflow.py (one
 # workflow submitted with wf_submit, with a step that waits for an approval
-# signal) and stops the cluster again.
+# signal), then demo/translations.py (a workflow whose step starts one child
+# workflow per language with wf_start_child and parks in wf_await_children;
+# the children report wf_progress, one fails once and is retried; the step
+# collects their outcomes and fans out with wf_complete_with_steps, while the
+# driver blocks in wf_wait_workflow) and stops the cluster again.
 # The cluster lives in .demo/ (ignored by git, replaced by the next run).
 # Usage: sudo scripts/demo.sh   (root installs packages and the extension)
+# PG_CONFIG picks the PostgreSQL to build against and run; PG_WF_DEMO_PORT
+# the first port tried (5455; taken ports are skipped).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -91,9 +97,16 @@ else
 fi
 is_root && chown postgres: "$base"
 
+# The cluster listens on 127.0.0.1 only: a port another server holds there
+# makes the start fail (no TCP socket at all) instead of sharing the port
+# over ::1, and the next port is tried. The demo itself talks over the unix
+# socket in $base, which no other cluster uses.
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-port=5455
-while port_in_use "$port" || [ -e "$base/.s.PGSQL.$port" ]; do port=$((port + 1)); done
+port=${PG_WF_DEMO_PORT:-5455}
+next_free_port() {
+    while port_in_use "$port" || [ -e "$base/.s.PGSQL.$port" ]; do port=$((port + 1)); done
+}
+next_free_port
 
 say "start a throwaway cluster in $base (port $port)"
 as_pg "$bindir/initdb" -D "$base/data" -U postgres -A trust -E UTF8 --no-locale --no-sync \
@@ -102,13 +115,26 @@ cluster="$base/data"
 cat >>"$cluster/postgresql.conf" <<EOF
 
 # pg_wf demo
-listen_addresses = 'localhost'
+listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$base'
 shared_preload_libraries = 'pg_wf'
 wf.sweep_interval = '500ms'
 EOF
-as_pg "$bindir/pg_ctl" -D "$cluster" -l "$base/server.log" -w -t 30 start >/dev/null
+for try in 1 2 3 4 5 6 7 8 9 10; do
+    rm -f "$base/server.log"
+    started=$(as_pg "$bindir/pg_ctl" -D "$cluster" -l "$base/server.log" -w -t 30 start 2>&1) && break
+    # Taken between the check and the start (another cluster starting now)?
+    if [ "$try" -lt 10 ] && grep -q "could not create any TCP/IP sockets" "$base/server.log"; then
+        port=$((port + 1))
+        next_free_port
+        say "port taken meanwhile: port $port"
+        sed -i "s/^port = .*/port = $port/" "$cluster/postgresql.conf"
+        continue
+    fi
+    echo "$started" >&2
+    exit 1
+done
 export PGHOST=$base PGPORT=$port PGUSER=postgres PGDATABASE=pg_wf_demo
 "$bindir/createdb" pg_wf_demo
 psql=("$bindir/psql" -X -q -v ON_ERROR_STOP=1 -P pager=off)
@@ -132,11 +158,18 @@ workflow_rc=0
 /usr/bin/python3 "$repo/demo/workflow.py" || workflow_rc=$?
 [ "$workflow_rc" -eq 130 ] && exit 130
 
-say "wf.workflows (part 1's documents are workflows too: their steps share a workflow_id)"
-"${psql[@]}" -c "SELECT coalesce(name, '(a document, wf_enqueue)') AS workflow, count(*) AS workflows,
+# 5. Child workflows, progress, a wait for the result.
+say "run demo/translations.py: one wf_submit (localize -> a child workflow per language -> publish each -> index), 4 workers"
+translations_rc=0
+/usr/bin/python3 "$repo/demo/translations.py" || translations_rc=$?
+[ "$translations_rc" -eq 130 ] && exit 130
+
+say "wf.workflows (part 1's documents are workflows too; part 3's children name their parent job in child_of)"
+"${psql[@]}" -c "SELECT coalesce(name, '(a document, wf_enqueue)') AS workflow, child_of, count(*) AS workflows,
                         status, sum(steps) AS steps, sum(done) AS done, sum(waiting) AS waiting
-                   FROM wf.workflows GROUP BY 1, 3 ORDER BY 1"
+                   FROM wf.workflows GROUP BY 1, 2, 4 ORDER BY 1"
 say "wf.queue_stats"
 "${psql[@]}" -c "SELECT * FROM wf.queue_stats"
 [ "$pipeline_rc" -ne 0 ] && exit "$pipeline_rc"
-exit "$workflow_rc"
+[ "$workflow_rc" -ne 0 ] && exit "$workflow_rc"
+exit "$translations_rc"
