@@ -317,6 +317,31 @@ PreparedStatement wake_parked_jobs(
     " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
     {TEXTOID, JSONBOID, TIMESTAMPTZOID});
 
+// Timeouts take the job row first, as a child's delivery to a parent
+// waiting on its children does (children.cpp), so the two never deadlock;
+// a job another transaction holds is woken at a later pass.
+PreparedStatement wake_timed_out_jobs(
+    "WITH due AS ("
+    "  SELECT w.queue, w.id FROM wf.event_wait w WHERE w.timeout_at <= $1),"
+    " free AS ("
+    "  SELECT j.queue, j.id FROM due JOIN wf.job j ON j.queue = due.queue AND j.id = due.id"
+    "     FOR NO KEY UPDATE OF j SKIP LOCKED),"
+    " woken_waits AS ("
+    "  DELETE FROM wf.event_wait w USING free f"
+    "   WHERE w.queue = f.queue AND w.id = f.id AND w.timeout_at <= $1"
+    "  RETURNING w.queue, w.id, w.attempt, w.event),"
+    " woken AS ("
+    "  UPDATE wf.job j SET status = 'pending', run_at = $1,"
+    "         events = coalesce(j.events, '{}') || jsonb_build_object(w.event,"
+    "           jsonb_build_object('status', 'timed_out'))"
+    "    FROM woken_waits w"
+    "   WHERE j.queue = w.queue AND j.id = w.id AND j.attempt = w.attempt"
+    "     AND j.status = 'waiting'"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version),"
+    WF_SQL_ENTER_READY("woken", "")
+    " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
+    {TIMESTAMPTZOID});
+
 // Every await and signal of an event goes through its row (steps.cpp).
 PreparedStatement record_signal(
     "INSERT INTO wf.event AS e (name, payload, signalled_at) VALUES ($1, $2, now())"
@@ -980,7 +1005,10 @@ int64 wake_waiting_jobs(std::optional<Datum> event, std::optional<Datum> payload
     p.set_or_null(0, !event, event.value_or(0));
     p.set_or_null(1, !payload, payload.value_or(0));
     p.set(2, clock_now());
-    Rows woken = wake_parked_jobs.execute(p.values, p.nulls);
+    Params<1> t;
+    t.set(0, p.values[2]);
+    Rows woken = event ? wake_parked_jobs.execute(p.values, p.nulls)
+                       : wake_timed_out_jobs.execute(t.values, t.nulls);
     note_ready_queues(woken);
     int64 jobs = 0;
     for (uint64 r = 0; r < woken.size(); r++) jobs += woken.int64_at(r, "jobs");

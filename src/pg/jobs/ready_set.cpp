@@ -145,27 +145,6 @@ struct OpenReadySet {
         return taken;
     }
 
-    // Up to `limit` due rows that match `keys`, in index order, with where
-    // they are; none is taken.
-    int collect(ScanKeyData* keys, int nkeys, TimestampTz now, int limit, ReadyRow* out,
-                ItemPointerData* where) {
-        IndexScanDesc scan = index_beginscan(table, index, snapshot, nkeys, 0);
-        index_rescan(scan, keys, nkeys, nullptr, 0);
-        TupleTableSlot* slot = table_slot_create(table, nullptr);
-        int found = 0;
-        while (found < limit && index_getnext_slot(scan, ForwardScanDirection, slot)) {
-            bool isnull;
-            TimestampTz run_at = DatumGetTimestampTz(slot_getattr(slot, kRunAt, &isnull));
-            if (run_at > now) continue;
-            out[found] = ReadyRow{DatumGetInt64(slot_getattr(slot, kId, &isnull)),
-                                  DatumGetInt32(slot_getattr(slot, kPriority, &isnull)), run_at};
-            where[found++] = slot->tts_tid;
-        }
-        ExecDropSingleTupleTableSlot(slot);
-        index_endscan(scan);
-        return found;
-    }
-
     // Deletes the row at `where`, as take() does; false if another
     // transaction has it.
     bool take_at(ItemPointerData* where) {
@@ -225,33 +204,53 @@ bool claim_order_before(const ReadyRow& a, const ReadyRow& b) {
 
 std::vector<ReadyRow> take_ready_rows_of_versions(Datum queue, TimestampTz now, int limit,
                                                   const std::vector<Datum>& versions) {
-    // Up to `limit` candidates per version, merged in claim order; the first
-    // `limit` of them that no other claim holds are taken.
-    size_t per_version = static_cast<size_t>(std::max(limit, 0));
-    std::vector<ReadyRow> candidates(per_version * versions.size());
-    std::vector<ItemPointerData> where(candidates.size());
-    std::vector<size_t> order(candidates.size());
-    std::vector<ReadyRow> rows(per_version);
+    // One index scan per version, merged in claim order: the best due row
+    // of all the scans is taken next (or skipped if another claim has it),
+    // and its scan moves on. So a row another claim holds costs one step,
+    // and every free row behind it is still reachable.
+    size_t n = versions.size();
+    std::vector<ScanKeyData> keys(2 * n);
+    std::vector<IndexScanDesc> scans(n, nullptr);
+    std::vector<TupleTableSlot*> slots(n, nullptr);
+    std::vector<ReadyRow> heads(n);
+    std::vector<char> has_head(n, 0);
+    std::vector<ReadyRow> rows(static_cast<size_t>(std::max(limit, 0)));
     int taken = 0;
     OpenReadySet set;
-    call([&] { set.open(ReadyIndex::version_order); });
-    size_t found = 0;
     call([&] {
-        for (Datum version : versions) {
-            ScanKeyData keys[2];
-            key_equals(&keys[0], 1, set.collation(0), F_TEXTEQ, queue);
-            key_equals(&keys[1], 2, set.collation(1), F_TEXTEQ, version);
-            found += static_cast<size_t>(set.collect(keys, 2, now, limit, &candidates[found],
-                                                     &where[found]));
+        set.open(ReadyIndex::version_order);
+        auto advance = [&](size_t i) {
+            has_head[i] = 0;
+            while (index_getnext_slot(scans[i], ForwardScanDirection, slots[i])) {
+                bool isnull;
+                TimestampTz run_at = DatumGetTimestampTz(slot_getattr(slots[i], kRunAt, &isnull));
+                if (run_at > now) continue;  // scheduled later
+                heads[i] = ReadyRow{DatumGetInt64(slot_getattr(slots[i], kId, &isnull)),
+                                    DatumGetInt32(slot_getattr(slots[i], kPriority, &isnull)), run_at};
+                has_head[i] = 1;
+                return;
+            }
+        };
+        for (size_t i = 0; i < n; i++) {
+            key_equals(&keys[2 * i], 1, set.collation(0), F_TEXTEQ, queue);
+            key_equals(&keys[2 * i + 1], 2, set.collation(1), F_TEXTEQ, versions[i]);
+            scans[i] = index_beginscan(set.table, set.index, set.snapshot, 2, 0);
+            index_rescan(scans[i], &keys[2 * i], 2, nullptr, 0);
+            slots[i] = table_slot_create(set.table, nullptr);
+            advance(i);
         }
-    });
-    for (size_t i = 0; i < found; i++) order[i] = i;
-    std::sort(order.begin(), order.begin() + static_cast<long>(found), [&](size_t a, size_t b) {
-        return claim_order_before(candidates[a], candidates[b]);
-    });
-    call([&] {
-        for (size_t i = 0; i < found && taken < limit; i++)
-            if (set.take_at(&where[order[i]])) rows[static_cast<size_t>(taken++)] = candidates[order[i]];
+        while (taken < limit) {
+            size_t best = n;
+            for (size_t i = 0; i < n; i++)
+                if (has_head[i] && (best == n || claim_order_before(heads[i], heads[best]))) best = i;
+            if (best == n) break;
+            if (set.take_at(&slots[best]->tts_tid)) rows[static_cast<size_t>(taken++)] = heads[best];
+            advance(best);
+        }
+        for (size_t i = 0; i < n; i++) {
+            ExecDropSingleTupleTableSlot(slots[i]);
+            index_endscan(scans[i]);
+        }
         set.close();
     });
     rows.resize(static_cast<size_t>(taken));
