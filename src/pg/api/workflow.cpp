@@ -82,10 +82,14 @@ PreparedStatement lock_workflow_key(
     {TEXTOID});
 
 // Read with the latest snapshot: the holder may have been started by the
-// racing transaction this one just waited for.
+// racing transaction this one just waited for. Its unfinished steps are
+// locked FOR SHARE, which waits for a completion in flight (a claim locks
+// no row, so a running step costs no wait): a workflow whose last step is
+// ending is not taken for active, to be signalled after it is over.
 PreparedStatement workflow_active(
-    "SELECT EXISTS (SELECT 1 FROM wf.job WHERE workflow_id = $1"
-    "                  AND status IN ('blocked', 'pending', 'waiting')) AS active",
+    "SELECT count(*) > 0 AS active FROM ("
+    "  SELECT 1 FROM wf.job WHERE workflow_id = $1"
+    "     AND status IN ('blocked', 'pending', 'waiting') FOR SHARE) AS unfinished",
     {UUIDOID});
 
 PreparedStatement set_workflow_key(
