@@ -1,0 +1,2 @@
+// Types shared by the client functions and the worker.
+export {};

@@ -1,0 +1,526 @@
+// The Worker and the job context against a real server: handlers, errors, concurrency,
+// heartbeats, exactly-once effects, checkpoints, sleeps, events, child workflows, result waits,
+// signal-with-start, fan-out, progress, versions, and a graceful stop.
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+
+import {
+  JobLostError,
+  PermanentError,
+  RetryError,
+  cancel,
+  configureQueue,
+  enqueue,
+  levelLogger,
+  signal,
+  signalWithStart,
+  submit,
+  waitJob,
+  waitWorkflow,
+  type Job,
+  type Worker,
+} from 'pg-wf';
+
+import { EFFECTS, MemoryLogger, delay, ensureEffects, eventually, jobRow, pool, q, testWorker, uniqueQueue, waitStatus } from './helpers.js';
+
+after(() => pool.end());
+
+/** Starts the worker, runs `body`, and always stops it. */
+async function withWorker(worker: Worker, body: () => Promise<void>): Promise<void> {
+  worker.start();
+  try {
+    await body();
+  } finally {
+    await worker.stop({ timeout: 2000 });
+  }
+}
+
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe('worker', () => {
+  test('a handler\'s return value completes its job; the context carries payload, attempt, inputs', async () => {
+    const queue = uniqueQueue('basic');
+    const worker = testWorker();
+    worker.handle<{ n: number }>(queue, (job) => ({
+      step: job.stepName,
+      n: job.payload.n,
+      attempt: job.attempt,
+      inputs: job.inputs,
+      workflow: job.workflowId,
+    }));
+    await withWorker(worker, async () => {
+      const id = await enqueue(pool, queue, { n: 7 });
+      const one = await waitJob(pool, queue, id, { timeout: '10 seconds' });
+      assert.equal(one.status, 'done');
+      assert.deepEqual(one.result, { step: null, n: 7, attempt: 1, inputs: {}, workflow: null });
+
+      const wf = await submit(pool, {
+        queue,
+        steps: [{ name: 'a', payload: { n: 1 } }, { name: 'b', after: ['a'], payload: { n: 2 } }],
+      });
+      const res = await waitWorkflow<any>(pool, wf, { timeout: '10 seconds' });
+      assert.equal(res.status, 'done');
+      assert.equal(res.result.b.n, 2);
+      assert.equal(res.result.b.workflow, wf);
+      assert.deepEqual(res.result.b.inputs, { a: { step: 'a', n: 1, attempt: 1, inputs: {}, workflow: wf } });
+    });
+  });
+
+  test('a thrown error fails the attempt with its message and a trimmed stack; the retry runs', async () => {
+    const queue = uniqueQueue('errors');
+    await configureQueue(pool, queue, { backoffBase: 50, backoffMax: 100 });
+    const worker = testWorker();
+    function deepInside(): never {
+      throw new TypeError('the upstream said no');
+    }
+    worker.handle<{ flaky: boolean }>(queue, (job) => {
+      if (!job.payload.flaky || job.attempt === 1) deepInside();
+      return { attempt: job.attempt };
+    });
+    await withWorker(worker, async () => {
+      const dead = await enqueue(pool, queue, { flaky: false }, { maxAttempts: 1 });
+      const row = await waitStatus(queue, dead, 'failed');
+      assert.match(row.last_error, /^TypeError: the upstream said no\n/);
+      assert.match(row.last_error, /\n\s+at deepInside /);
+      assert.doesNotMatch(row.last_error, /node:internal/);
+      assert.ok(row.last_error.split('\n').length <= 13, 'the stack is trimmed');
+
+      const flaky = await enqueue(pool, queue, { flaky: true });
+      const done = await waitJob(pool, queue, flaky, { timeout: '10 seconds' });
+      assert.equal(done.status, 'done');
+      assert.deepEqual(done.result, { attempt: 2 });
+    });
+  });
+
+  test('PermanentError fails at once; RetryError sets the retry\'s delay', async () => {
+    const queue = uniqueQueue('permanent');
+    const worker = testWorker();
+    const seen: number[] = [];
+    worker.handle<{ kind: string }>(queue, (job) => {
+      if (job.payload.kind === 'permanent') throw new PermanentError('card declined');
+      seen.push(Date.now());
+      if (job.attempt === 1) throw new RetryError('rate limited', { retryIn: 600 });
+      return 'ok';
+    });
+    await withWorker(worker, async () => {
+      const p = await enqueue(pool, queue, { kind: 'permanent' });
+      const row = await waitStatus(queue, p, 'failed');
+      assert.equal(row.attempt, 1, 'no retry after a PermanentError');
+      assert.match(row.last_error, /^PermanentError: card declined/);
+
+      const r = await enqueue(pool, queue, { kind: 'retry' });
+      assert.equal((await waitJob(pool, queue, r, { timeout: '10 seconds' })).status, 'done');
+      assert.equal(seen.length, 2);
+      assert.ok(seen[1]! - seen[0]! >= 500, `retried after ${seen[1]! - seen[0]!} ms, asked for 600`);
+    });
+  });
+
+  test('concurrency: at most N jobs at once, each on its own session', async () => {
+    const queue = uniqueQueue('concurrency');
+    const worker = testWorker({ concurrency: 3 });
+    let running = 0;
+    let peak = 0;
+    const pids = new Set<number>();
+    worker.handle(queue, async (job) => {
+      running++;
+      peak = Math.max(peak, running);
+      const { rows } = await job.db.query('SELECT pg_backend_pid() AS pid');
+      pids.add(rows[0].pid);
+      await delay(300);
+      running--;
+      return null;
+    });
+    await withWorker(worker, async () => {
+      const ids: number[] = [];
+      for (let i = 0; i < 9; i++) ids.push(await enqueue(pool, queue, { i }));
+      const started = Date.now();
+      for (const id of ids) assert.equal((await waitJob(pool, queue, id, { timeout: '20 seconds' })).status, 'done');
+      assert.equal(peak, 3, 'three at once');
+      assert.equal(pids.size, 3, 'one session per slot');
+      assert.ok(Date.now() - started < 2700, 'they ran side by side');
+      const owners = await q('SELECT DISTINCT worker FROM wf.jobs WHERE queue = $1', [queue]);
+      assert.deepEqual(owners.map((r) => r.worker), [worker.name]);
+    });
+  });
+
+  test('heartbeats keep a long job inside its lease', async () => {
+    const queue = uniqueQueue('lease');
+    await configureQueue(pool, queue, { lease: 900 });
+    const worker = testWorker();
+    worker.handle(queue, async (job) => {
+      await delay(3000);
+      return { attempt: job.attempt };
+    });
+    await withWorker(worker, async () => {
+      const id = await enqueue(pool, queue, {});
+      const first = await waitStatus(queue, id, 'running');
+      await delay(1500);
+      const later = await jobRow(queue, id);
+      assert.equal(later.status, 'running', 'still running past its first lease');
+      assert.ok(new Date(later.lease_expires_at) > new Date(first.lease_expires_at), 'the lease moved on');
+      const res = await waitJob(pool, queue, id, { timeout: '10 seconds' });
+      assert.deepEqual(res.result, { attempt: 1 }, 'never recovered: finished by its first attempt');
+    });
+  });
+
+  test('a cancel aborts job.signal; a refused completion is logged, not thrown', async () => {
+    const queue = uniqueQueue('cancel');
+    const logger = new MemoryLogger();
+    const worker = testWorker({ logger, heartbeatInterval: 100 });
+    let aborted: unknown;
+    worker.handle(queue, async (job) => {
+      await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
+      aborted = job.signal.reason;
+      return 'stopped';
+    });
+    await withWorker(worker, async () => {
+      const id = await enqueue(pool, queue, {});
+      await waitStatus(queue, id, 'running');
+      assert.equal(await cancel(pool, queue, id), true);
+      const row = await waitStatus(queue, id, 'cancelled');
+      assert.ok(aborted instanceof JobLostError);
+      assert.equal(row.result, null);
+      await eventually(() => logger.has('warn', /heartbeat refused/), 'the heartbeat warning');
+    });
+  });
+
+  test('a job taken back (max_run_time) finishes by its next attempt; the stale one changes nothing', async () => {
+    const queue = uniqueQueue('stale');
+    const logger = new MemoryLogger();
+    const worker = testWorker({ logger, heartbeatInterval: 100, concurrency: 2 });
+    worker.handle(queue, async (job) => {
+      if (job.attempt === 1) await delay(1200); // past its max_run_time: the server takes it back
+      return { attempt: job.attempt };
+    });
+    await withWorker(worker, async () => {
+      const id = await enqueue(pool, queue, {}, { maxRunTime: 300 });
+      const res = await waitJob(pool, queue, id, { timeout: '10 seconds' });
+      assert.deepEqual(res.result, { attempt: 2 });
+      await eventually(() => logger.has('warn', /completion refused/), 'the stale completion\'s warning');
+      assert.ok(!logger.lines.some((l) => l.level === 'error'), JSON.stringify(logger.lines));
+      assert.deepEqual((await jobRow(queue, id)).result, { attempt: 2 }, 'the late result was not recorded');
+    });
+  });
+
+  test('completeWith commits the effect with the completion, and not without it', async () => {
+    await ensureEffects();
+    const queue = uniqueQueue('exactly-once');
+    const worker = testWorker({ concurrency: 2, heartbeatInterval: 100 });
+    const lost: number[] = [];
+    worker.handle<{ slow: boolean }>(queue, async (job) => {
+      if (job.payload.slow && job.attempt === 1) await delay(1000); // its token goes stale meanwhile
+      try {
+        return await job.completeWith(async (tx) => {
+          await tx.query(`INSERT INTO ${EFFECTS} (queue, job_id, attempt, note) VALUES ($1, $2, $3, 'sent')`, [
+            job.queue,
+            job.id,
+            job.attempt,
+          ]);
+          return { sentBy: job.attempt };
+        });
+      } catch (err) {
+        if (err instanceof JobLostError) lost.push(job.attempt);
+        throw err;
+      }
+    });
+    await withWorker(worker, async () => {
+      const fast = await enqueue(pool, queue, { slow: false });
+      const slow = await enqueue(pool, queue, { slow: true }, { maxRunTime: 300 });
+      assert.deepEqual((await waitJob(pool, queue, fast, { timeout: '10 seconds' })).result, { sentBy: 1 });
+      assert.deepEqual((await waitJob(pool, queue, slow, { timeout: '10 seconds' })).result, { sentBy: 2 });
+      await eventually(() => lost.length === 1, 'the stale attempt\'s JobLostError');
+      assert.deepEqual(lost, [1]);
+      const effects = await q(`SELECT job_id, attempt FROM ${EFFECTS} WHERE queue = $1 ORDER BY job_id`, [queue]);
+      assert.deepEqual(
+        effects.map((r) => [Number(r.job_id), r.attempt]),
+        [[fast, 1], [slow, 2]],
+        'one effect per job: the stale attempt\'s was rolled back',
+      );
+    });
+  });
+
+  test('idempotencyKey: the enqueue\'s key, else derived from (queue, id); the same in every attempt', async () => {
+    const queue = uniqueQueue('idem');
+    await configureQueue(pool, queue, { backoffBase: 50, backoffMax: 50 });
+    const worker = testWorker({ concurrency: 2 });
+    const keys = new Map<number, string[]>();
+    worker.handle(queue, (job) => {
+      keys.set(job.id, [...(keys.get(job.id) ?? []), job.idempotencyKey]);
+      if (job.attempt < 3) throw new Error('try again');
+      return null;
+    });
+    await withWorker(worker, async () => {
+      const plain = await enqueue(pool, queue, {});
+      const keyed = await enqueue(pool, queue, {}, { idempotencyKey: 'payment-42' });
+      await waitJob(pool, queue, plain, { timeout: '10 seconds' });
+      await waitJob(pool, queue, keyed, { timeout: '10 seconds' });
+      assert.deepEqual(keys.get(plain), Array(3).fill(`pg_wf:${queue}:${plain}`));
+      assert.deepEqual(keys.get(keyed), Array(3).fill('payment-42'));
+    });
+  });
+
+  test('checkpoint runs its function once across a retry', async () => {
+    const queue = uniqueQueue('checkpoint');
+    await configureQueue(pool, queue, { backoffBase: 50, backoffMax: 50 });
+    const worker = testWorker();
+    const calls = { draft: 0, polish: 0 };
+    worker.handle(queue, async (job) => {
+      const draft = await job.checkpoint('draft', () => {
+        calls.draft++;
+        return { text: `draft by attempt ${job.attempt}` };
+      });
+      if (job.attempt === 1) throw new Error('crashed after the draft');
+      const polished = await job.checkpoint('polish', async () => {
+        calls.polish++;
+        return `${draft.text}, polished`;
+      });
+      return { polished, checkpoints: Object.keys(job.checkpoints).sort() };
+    });
+    await withWorker(worker, async () => {
+      const id = await enqueue(pool, queue, {});
+      const res = await waitJob(pool, queue, id, { timeout: '10 seconds' });
+      assert.deepEqual(res.result, { polished: 'draft by attempt 1, polished', checkpoints: ['draft', 'polish'] });
+      assert.deepEqual(calls, { draft: 1, polish: 1 });
+    });
+  });
+
+  test('sleep parks the job (no attempt spent, no session held) and resumes it after the delay', async () => {
+    const queue = uniqueQueue('sleep');
+    const worker = testWorker();
+    const runs: number[] = [];
+    worker.handle(queue, async (job) => {
+      runs.push(Date.now());
+      const before = await job.checkpoint('before', () => Date.now());
+      await job.sleep('cool-down', 800);
+      return { slept: Date.now() - before };
+    });
+    await withWorker(worker, async () => {
+      const id = await enqueue(pool, queue, {}, { maxAttempts: 1 });
+      const parked = await waitStatus(queue, id, 'pending');
+      assert.equal(parked.owner_pid, null);
+      const res = await waitJob<any>(pool, queue, id, { timeout: '10 seconds' });
+      assert.equal(res.status, 'done', 'a sleep spends no attempt (max_attempts 1)');
+      assert.ok(res.result.slept >= 800, `slept ${res.result.slept} ms`);
+      assert.ok(res.result.slept < 3000, `woken late: ${res.result.slept} ms`);
+      assert.equal(runs.length, 2);
+    });
+  });
+
+  test('awaitEvent: a signal resumes the job with its payload; a timeout comes back as timed_out', async () => {
+    const queue = uniqueQueue('events');
+    const worker = testWorker();
+    worker.handle<{ event: string; timeout?: number }>(queue, async (job) => {
+      const ev = await job.awaitEvent(job.payload.event, { timeout: job.payload.timeout });
+      return ev;
+    });
+    await withWorker(worker, async () => {
+      const event = `approve:${queue}`;
+      const id = await enqueue(pool, queue, { event });
+      const waiting = await waitStatus(queue, id, 'waiting');
+      assert.equal(waiting.waiting_for, event);
+      assert.equal(await signal(pool, event, { by: 'ann' }), 1);
+      const res = await waitJob(pool, queue, id, { timeout: '10 seconds' });
+      assert.deepEqual(res.result, { status: 'signalled', payload: { by: 'ann' } });
+
+      const late = await enqueue(pool, queue, { event: `never:${queue}`, timeout: 300 });
+      const timedOut = await waitJob(pool, queue, late, { timeout: '10 seconds' });
+      assert.deepEqual(timedOut.result, { status: 'timed_out' });
+
+      // a signal sent before the await is kept
+      const early = `early:${queue}`;
+      await signal(pool, early, 'kept');
+      const third = await enqueue(pool, queue, { event: early });
+      assert.deepEqual((await waitJob(pool, queue, third, { timeout: '10 seconds' })).result, {
+        status: 'signalled',
+        payload: 'kept',
+      });
+    });
+  });
+
+  test('child workflows: startChild and awaitChildren; a failed child does not fail its parent', async () => {
+    const parents = uniqueQueue('parents');
+    const children = uniqueQueue('children');
+    const worker = testWorker({ concurrency: 2 });
+    let parentRuns = 0;
+    worker.handle<{ langs: string[] }>(parents, async (job) => {
+      parentRuns++;
+      for (const lang of job.payload.langs) {
+        await job.startChild(lang, { queue: children, steps: [{ name: 'translate', payload: { lang } }] });
+      }
+      const outcomes = await job.awaitChildren();
+      return Object.fromEntries(
+        Object.entries(outcomes).map(([name, o]) => [name, { status: o.status, results: o.results, error: o.error?.split('\n')[0] ?? null }]),
+      );
+    });
+    worker.handle<{ lang: string }>(children, (job) => {
+      if (job.payload.lang === 'fr') throw new PermanentError('no French today');
+      return { text: job.payload.lang.toUpperCase() };
+    });
+    await withWorker(worker, async () => {
+      const id = await enqueue(pool, parents, { langs: ['de', 'fr'] });
+      const res = await waitJob(pool, parents, id, { timeout: '20 seconds' });
+      assert.equal(res.status, 'done');
+      assert.deepEqual(res.result, {
+        de: { status: 'done', results: { translate: { text: 'DE' } }, error: null },
+        fr: { status: 'failed', results: {}, error: 'PermanentError: no French today' },
+      });
+      assert.equal(parentRuns, 2, 'parked once, run again with the outcomes');
+    });
+  });
+
+  test('waitJob and waitWorkflow return what the worker produced', async () => {
+    const queue = uniqueQueue('results');
+    const worker = testWorker();
+    worker.handle<{ n: number }>(queue, async (job) => {
+      await delay(200);
+      return { double: (job.payload?.n ?? 0) * 2 };
+    });
+    await withWorker(worker, async () => {
+      const id = await enqueue(pool, queue, { n: 21 });
+      const started = Date.now();
+      const res = await waitJob(pool, queue, id, { timeout: '10 seconds' });
+      assert.deepEqual(res, { status: 'done', result: { double: 42 }, error: null });
+      assert.ok(Date.now() - started < 5000);
+      const wf = await submit(pool, { queue, steps: [{ name: 'one', payload: { n: 1 } }, { name: 'two', after: ['one'], payload: { n: 2 } }] });
+      const wres = await waitWorkflow(pool, wf, { timeout: '10 seconds' });
+      assert.deepEqual(wres, { status: 'done', result: { two: { double: 4 } }, error: null });
+    });
+  });
+
+  test('signalWithStart starts one workflow and its step gets the event', async () => {
+    const queue = uniqueQueue('carts');
+    const worker = testWorker();
+    worker.handle(queue, async (job) => {
+      const ev = await job.awaitEvent(`${job.payload}:item`);
+      return ev.status === 'signalled' ? ev.payload : null;
+    });
+    const key = `cart-${queue}`;
+    const spec = { key, queue, steps: [{ name: 'checkout', payload: key }] };
+    const first = await signalWithStart(pool, spec, `${key}:item`, { sku: 'A-1' });
+    await withWorker(worker, async () => {
+      const res = await waitWorkflow(pool, first, { timeout: '10 seconds' });
+      assert.deepEqual(res, { status: 'done', result: { checkout: { sku: 'A-1' } }, error: null });
+    });
+    const [{ n }] = await q('SELECT count(*)::int AS n FROM wf.workflows WHERE key = $1', [key]);
+    assert.equal(n, 1);
+  });
+
+  test('completeWithSteps fans out at run time; the join gets every result', async () => {
+    const queue = uniqueQueue('fanout');
+    const worker = testWorker({ concurrency: 2 });
+    worker.handle<{ n?: number }>(queue, async (job) => {
+      if (job.stepName === 'split') {
+        await job.completeWithSteps({ chapters: 3 }, [
+          ...[1, 2, 3].map((n) => ({ name: `ch${n}`, after: ['split'], payload: { n } })),
+          { name: 'bind', after: ['ch1', 'ch2', 'ch3'] },
+        ]);
+        return;
+      }
+      if (job.stepName === 'bind') {
+        const pages = Object.values(job.inputs).map((r: any) => r.pages ?? 0);
+        return { total: pages.reduce((a, b) => a + b, 0), inputs: Object.keys(job.inputs).sort() };
+      }
+      return { pages: 10 * job.payload.n! };
+    });
+    await withWorker(worker, async () => {
+      const wf = await submit(pool, { name: 'book', queue, steps: [{ name: 'split' }] });
+      const res = await waitWorkflow(pool, wf, { timeout: '10 seconds' });
+      assert.equal(res.status, 'done');
+      assert.deepEqual(res.result, { bind: { total: 60, inputs: ['ch1', 'ch2', 'ch3'] } });
+    });
+  });
+
+  test('progress is visible while the job runs', async () => {
+    const queue = uniqueQueue('progress');
+    const worker = testWorker();
+    const gate = deferred();
+    worker.handle(queue, async (job) => {
+      assert.equal(await job.progress({ done: 1, of: 3 }), true);
+      await gate.promise;
+      return 'ok';
+    });
+    await withWorker(worker, async () => {
+      const id = await enqueue(pool, queue, {});
+      const row = await eventually(async () => {
+        const r = await jobRow(queue, id);
+        return r?.progress ? r : undefined;
+      }, 'the progress');
+      assert.equal(row.status, 'running');
+      assert.deepEqual(row.progress, { done: 1, of: 3 });
+      gate.resolve();
+      assert.equal((await waitJob(pool, queue, id, { timeout: '10 seconds' })).status, 'done');
+    });
+  });
+
+  test('versions: a worker claims only the versions it runs', async () => {
+    const queue = uniqueQueue('versions');
+    const worker = testWorker();
+    worker.handle(queue, (job) => job.payload, { versions: ['v2'] });
+    await withWorker(worker, async () => {
+      const v1 = await enqueue(pool, queue, 'old', { version: 'v1' });
+      const v2 = await enqueue(pool, queue, 'new', { version: 'v2' });
+      assert.equal((await waitJob(pool, queue, v2, { timeout: '10 seconds' })).result, 'new');
+      await delay(300);
+      assert.equal((await jobRow(queue, v1)).status, 'pending', 'v1 is left to v1 workers');
+    });
+  });
+
+  test('stop lets in-flight jobs finish; past its timeout it gives them back', async () => {
+    const queue = uniqueQueue('stop');
+    const logger = new MemoryLogger();
+    const worker = testWorker({ logger, concurrency: 2, giveBackRetryIn: 60_000 });
+    let abortedBy: unknown;
+    worker.handle<{ ms: number }>(queue, async (job) => {
+      const timer = delay(job.payload.ms, undefined, { signal: job.signal }).catch(() => {
+        abortedBy = job.signal.reason;
+      });
+      await timer;
+      return { slept: job.payload.ms };
+    });
+    worker.start();
+    const quick = await enqueue(pool, queue, { ms: 600 });
+    const slow = await enqueue(pool, queue, { ms: 30_000 });
+    await waitStatus(queue, quick, 'running');
+    await waitStatus(queue, slow, 'running');
+    const started = Date.now();
+    await worker.stop({ timeout: 1500 });
+    const took = Date.now() - started;
+    assert.ok(took >= 1400 && took < 5000, `stop took ${took} ms`);
+    assert.equal((await jobRow(queue, quick)).status, 'done', 'the quick one finished');
+    const row = await jobRow(queue, slow);
+    assert.equal(row.status, 'pending', 'the slow one is back in the queue');
+    assert.equal(row.attempt, 1);
+    assert.match(row.last_error, /shut down: the handler did not finish within 1500 ms; given back/);
+    assert.ok(new Date(row.run_at).getTime() > Date.now() + 30_000, 'with the retry delay asked for');
+    await eventually(() => abortedBy instanceof JobLostError, 'the abort of the given-back job');
+    assert.ok(logger.has('warn', /given back at shutdown \(now pending\)/), JSON.stringify(logger.lines));
+    const [{ n }] = await q(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`,
+      [`pg_wf worker ${worker.name}`.slice(0, 63)],
+    );
+    assert.equal(n, 0, 'every connection of the worker is closed');
+  });
+
+  test('logging goes through the injected logger, quiet by default', async () => {
+    const queue = uniqueQueue('logging');
+    const all = new MemoryLogger();
+    const quiet = new MemoryLogger();
+    for (const [logger, level] of [[all, 'debug'], [quiet, 'warn']] as const) {
+      const worker = testWorker({ logger: levelLogger(level, logger) });
+      worker.handle(queue, () => null);
+      await withWorker(worker, async () => {
+        const id = await enqueue(pool, queue, {});
+        await waitJob(pool, queue, id, { timeout: '10 seconds' });
+      });
+    }
+    assert.ok(all.has('debug', /claimed/) && all.has('debug', /completed/) && all.has('info', /started/));
+    assert.deepEqual(quiet.lines, []);
+  });
+});
+
+// Keep the type import used: a handler can be typed by its payload and result.
+export type _Typed = Job<{ n: number }, { double: number }>;
