@@ -1,4 +1,4 @@
-import type { Duration, Json, Queryable, Timestamp, WaitResult, WorkflowSpec } from './types.js';
+import type { Duration, Json, Outcome, Queryable, Timestamp, WorkflowSpec } from './types.js';
 export interface EnqueueOptions {
     /** not before this time */
     runAt?: Timestamp;
@@ -8,7 +8,8 @@ export interface EnqueueOptions {
     maxAttempts?: number;
     /**
      * the same key again (in this queue, while the job is kept: `wf.retention`) returns the existing
-     * job instead of a new one; also the job's key for outside APIs (see `Job.idempotencyKey`)
+     * job instead of a new one (a different payload is an error); also the job's key for outside
+     * APIs (see `Job.idempotencyKey`)
      */
     idempotencyKey?: string;
     workflowId?: string;
@@ -55,13 +56,13 @@ export declare function signalWithStart(db: Queryable, spec: WorkflowSpec, event
  */
 export declare function waitJob<R = Json>(db: Queryable, queue: string, id: number, options?: {
     timeout?: Duration;
-}): Promise<WaitResult<R>>;
+}): Promise<Outcome<R>>;
 /** `waitJob` for a workflow: `result` holds its final steps' results by step name. */
 export declare function waitWorkflow<R = Record<string, Json>>(db: Queryable, workflowId: string, options?: {
     timeout?: Duration;
-}): Promise<WaitResult<R>>;
-/** `wf_workflow`: the workflow's status, counts and every step. */
-export declare function getWorkflow(db: Queryable, workflowId: string): Promise<Record<string, any>>;
+}): Promise<Outcome<R>>;
+/** `wf_workflow`: the workflow's status, counts and every step (name, status, attempts, result, ...). */
+export declare function workflow(db: Queryable, workflowId: string): Promise<Record<string, any>>;
 /** Cancels a job (a running one is flagged: its heartbeat turns false). */
 export declare function cancel(db: Queryable, queue: string, id: number): Promise<boolean>;
 /** Runs a failed or cancelled job again with a fresh budget of attempts. */

@@ -53,8 +53,15 @@ export async function signal(db, event, payload) {
 export async function signalWithStart(db, spec, event, payload) {
     return one(db, call('wf_signal_with_start', [[json(spec), 'jsonb'], [event, 'text'], [json(payload) ?? null, 'jsonb']]));
 }
-function waitRow(row) {
-    return { status: row.status, result: (row.result ?? null), error: row.error ?? null };
+const FINISHED = ['done', 'failed', 'cancelled'];
+function outcome(row) {
+    return {
+        status: row.status,
+        result: (row.result ?? null),
+        error: row.error ?? null,
+        finished: FINISHED.includes(row.status),
+        ok: row.status === 'done',
+    };
 }
 /**
  * Blocks until the job has finished (woken by the commit that ends it, no polling), up to
@@ -64,16 +71,16 @@ function waitRow(row) {
 export async function waitJob(db, queue, id, options = {}) {
     const q = call('wf_wait_job', [[queue, 'text'], [id, 'bigint']], { timeout: [interval(options.timeout), 'interval'] });
     const res = await db.query(`SELECT status, result, error FROM ${q.text}`, q.values);
-    return waitRow(res.rows[0]);
+    return outcome(res.rows[0]);
 }
 /** `waitJob` for a workflow: `result` holds its final steps' results by step name. */
 export async function waitWorkflow(db, workflowId, options = {}) {
     const q = call('wf_wait_workflow', [[workflowId, 'uuid']], { timeout: [interval(options.timeout), 'interval'] });
     const res = await db.query(`SELECT status, result, error FROM ${q.text}`, q.values);
-    return waitRow(res.rows[0]);
+    return outcome(res.rows[0]);
 }
-/** `wf_workflow`: the workflow's status, counts and every step. */
-export async function getWorkflow(db, workflowId) {
+/** `wf_workflow`: the workflow's status, counts and every step (name, status, attempts, result, ...). */
+export async function workflow(db, workflowId) {
     return one(db, call('wf_workflow', [[workflowId, 'uuid']]));
 }
 /** Cancels a job (a running one is flagged: its heartbeat turns false). */

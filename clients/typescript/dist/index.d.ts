@@ -1,7 +1,7 @@
-export { enqueue, enqueueBatch, submit, signal, signalWithStart, waitJob, waitWorkflow, getWorkflow, cancel, retry, cancelWorkflow, configureQueue, schedule, unschedule, type EnqueueOptions, type QueueSettings, } from './client.js';
-export { Worker, type Handler, type HandlerOptions, type WorkerOptions } from './worker.js';
-export { Job, type JobState } from './job.js';
-export { PermanentError, RetryError, JobLostError, JobSuspended, formatError } from './errors.js';
+export { enqueue, enqueueBatch, submit, signal, signalWithStart, waitJob, waitWorkflow, workflow, cancel, retry, cancelWorkflow, configureQueue, schedule, unschedule, type EnqueueOptions, type QueueSettings, } from './client.js';
+export { Worker, type Handler, type RegisterOptions, type WorkerOptions } from './worker.js';
+export { Job } from './job.js';
+export { PermanentError, RetryAfter, EventTimeout, ChildrenTimeout, JobInterrupt, Suspended, JobLost, formatError, } from './errors.js';
 export { connectionConfig } from './dsn.js';
 export { levelLogger, defaultLogger, type Logger, type LogLevel } from './logger.js';
-export type { Json, Queryable, Duration, Timestamp, StepSpec, WorkflowSpec, WaitResult, ChildOutcome, EventRecord, } from './types.js';
+export type { Json, Queryable, Duration, Timestamp, StepSpec, WorkflowSpec, Outcome, ChildOutcome, } from './types.js';

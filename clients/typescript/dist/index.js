@@ -1,7 +1,7 @@
 // pg-wf: the worker library of pg_wf, the durable job queue and workflow engine inside PostgreSQL.
-export { enqueue, enqueueBatch, submit, signal, signalWithStart, waitJob, waitWorkflow, getWorkflow, cancel, retry, cancelWorkflow, configureQueue, schedule, unschedule, } from './client.js';
+export { enqueue, enqueueBatch, submit, signal, signalWithStart, waitJob, waitWorkflow, workflow, cancel, retry, cancelWorkflow, configureQueue, schedule, unschedule, } from './client.js';
 export { Worker } from './worker.js';
 export { Job } from './job.js';
-export { PermanentError, RetryError, JobLostError, JobSuspended, formatError } from './errors.js';
+export { PermanentError, RetryAfter, EventTimeout, ChildrenTimeout, JobInterrupt, Suspended, JobLost, formatError, } from './errors.js';
 export { connectionConfig } from './dsn.js';
 export { levelLogger, defaultLogger } from './logger.js';

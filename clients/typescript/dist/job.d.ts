@@ -1,8 +1,7 @@
 import type pg from 'pg';
 import type { Logger } from './logger.js';
+import { type Arg } from './sql.js';
 import type { ChildOutcome, Duration, Json, Queryable, StepSpec, WorkflowSpec } from './types.js';
-/** What a job's handler is at when it ends; the worker reads it to know what is left to do. */
-export type JobState = 'running' | 'completed' | 'suspended' | 'lost' | 'given_back';
 /** A claim's row, as wf_claim returns it. */
 export interface ClaimRow {
     id: string | number;
@@ -19,145 +18,177 @@ export interface ClaimRow {
     checkpoints: Record<string, Json> | null;
     events: Record<string, any> | null;
 }
-/** What the worker lends a job: the connection for heartbeats and progress, and its logger. */
+/** What the worker lends a job. @internal */
 export interface JobHost {
-    control: Queryable;
+    keyPrefix: string;
     logger: Logger;
-    idempotencyKeyPrefix: string;
+    /** the transaction status of the job's connection: I (idle), T (in a transaction), E (failed) */
+    txStatus(): string;
+    /** runs fn on the worker's control connection (heartbeats, progress) */
+    control<T>(fn: (db: Queryable) => Promise<T>): Promise<T>;
 }
 /**
- * One claimed attempt of a job, given to its handler. Everything a running job asks of pg_wf goes
- * through it; each call is fenced by the attempt's token, so a handler whose job was taken away
- * (recovered, cancelled, given back) changes nothing: the call throws `JobLostError` (or returns
- * false, for `heartbeat` and `progress`), the handler stops, and the worker logs it.
+ * How far the job's attempt got, as the worker reads it after the handler: undefined while it
+ * runs; then completed, stale (a fenced call was refused), refused (a completion refused and
+ * rolled back: a job whose cancel was requested still holds its token), parked, cancelled,
+ * failed, given_back.
+ * @internal
  */
-export declare class Job<P = Json, R = Json> {
+export type Finished = undefined | 'completing' | 'completed' | 'stale' | 'refused' | 'parking' | 'parked' | 'cancelled' | 'failed' | 'given_back';
+export declare const CHILD_EVENT = "wf:child:";
+export declare const SLEEP_CHECKPOINT = "pg_wf.sleep:";
+/**
+ * One claimed job, given to its handler. Every call it makes for the job is fenced by the
+ * attempt's token: once the job is no longer this attempt's (recovered, cancelled, timed out,
+ * given back), a call that needs the token throws `JobLost` and the handler stops; the worker
+ * logs it and writes nothing more.
+ */
+export declare class Job<P = any, R = any> {
     readonly queue: string;
     readonly id: number;
-    /** this attempt's number (1 for the first run; a recovered or retried job counts on) */
+    /** this attempt's number (1 on the first run; a retried or recovered job counts on) */
     readonly attempt: number;
     readonly payload: P;
-    /** results of the jobs this one ran after, by step name (`{}` if none) */
+    /** results of the jobs this one runs after, by step name (`{}` if none) */
     readonly inputs: Record<string, Json>;
-    /** outputs recorded by `checkpoint` in earlier attempts, by name */
-    readonly checkpoints: Record<string, Json>;
-    /** events delivered to the job: signals, timeouts, children's outcomes (`wf:child:<name>`) */
-    readonly events: Record<string, any>;
     readonly workflowId: string | null;
-    readonly stepName: string | null;
+    /** its workflow step's name */
+    readonly step: string | null;
     readonly priority: number;
     readonly maxAttempts: number;
     readonly leaseExpiresAt: Date | null;
+    /** outputs recorded by `checkpoint` in this and earlier runs, by name */
+    readonly checkpoints: Record<string, Json>;
+    /** events delivered to the job: signals, timeouts, children's outcomes (`wf:child:<name>`) */
+    readonly events: Record<string, any>;
     /**
-     * A key for outside APIs (an `Idempotency-Key` header), the same in every attempt and after
-     * every recovery of this job: the enqueue's idempotency key if it had one, else
-     * `<prefix>:<queue>:<id>` (prefix `pg_wf` unless the worker names another). An API that
-     * remembers keys then executes a request once however often the job runs. Never per attempt.
+     * The session that owns the job (a pg.Client in autocommit), for the handler's own statements;
+     * `transaction()` runs a transaction on it.
      */
-    readonly idempotencyKey: string;
-    /**
-     * The job's own connection: the session that owns the claim (a pg.Client of the worker). Use it
-     * for the queries whose effect must commit with the job's completion (see `completeWith`).
-     */
-    readonly db: pg.Client;
-    /** Aborted when the job stops being this attempt's (cancelled, lost, timed out, given back). */
+    readonly client: pg.Client;
+    /** the name of the worker slot that claimed it (wf.jobs.worker) */
+    readonly workerName: string;
+    /** aborted once the job is no longer this attempt's (`lost`): a long handler should stop */
     readonly signal: AbortSignal;
-    /** @internal */ state: JobState;
-    /** @internal */ readonly children: Map<string, string>;
-    private readonly abort;
+    /** @internal */ finished: Finished;
+    /** @internal */ lostReason: string;
+    private readonly enqueueKey;
     private readonly host;
+    private readonly abort;
+    private readonly steps;
+    private readonly children;
+    private sleeps;
+    private inTransaction;
     /** @internal */
-    constructor(row: ClaimRow, db: pg.Client, host: JobHost);
-    /** `queue/id#attempt`, for log lines. */
+    constructor(row: ClaimRow, client: pg.Client, workerName: string, host: JobHost);
     toString(): string;
-    private token;
-    private value;
-    /** @internal Marks the job as not this attempt's any more and aborts `signal`. */
-    markLost(reason: string, state?: JobState): void;
-    private lost;
-    private suspend;
-    private checkRunning;
+    /** The fencing token (queue, id, attempt) of this claim. */
+    get token(): [queue: string, id: number, attempt: number];
     /**
-     * Runs `fn` once across attempts: its output is recorded with `wf_checkpoint` under `name`, and
-     * a later attempt (after a crash, a retry, a sleep) gets the recorded output back without
-     * running `fn`. The output must be JSON (undefined is stored as null). Names are per job.
+     * A key for outside APIs (an `Idempotency-Key` header): the enqueue's idempotency key, else
+     * `<prefix>:<queue>:<id>` (prefix `pg_wf` unless the worker's `keyPrefix` says otherwise). The
+     * same for every attempt and recovery of this job, never per attempt: a retry after a crash that
+     * came after the outside call must present the same key, or the outside API does it twice.
+     */
+    get idempotencyKey(): string;
+    /**
+     * True once a heartbeat (or another call) found the job no longer this attempt's: cancelled,
+     * recovered, past its max_run_time, or given back at shutdown. Stop working on it.
+     */
+    get lost(): boolean;
+    /**
+     * Runs `fn` once across attempts: its value (JSON; undefined is stored as null) is recorded
+     * with `wf_checkpoint`, and a later run (after a crash, a retry, a park) gets it back from its
+     * claim without running `fn` again. Inside `transaction()` the record commits with the block.
      */
     checkpoint<T extends Json>(name: string, fn: () => T | Promise<T>): Promise<T>;
     /**
-     * A durable sleep: the job goes back to pending until `duration` has passed (`wf_snooze`),
-     * holding no session or lease, its attempt not spent, and the handler stops here (this throws
-     * `JobSuspended`). At the next claim the handler runs again from the start; its checkpoints
-     * return their outputs, and this call, with the same name, returns at once once the time has
-     * come. `name` makes the sleep one point of the job (like a checkpoint's name).
+     * A durable sleep: parks the job (`wf_snooze`: pending, no worker, no attempt spent) and ends
+     * this run (throws `Suspended`); the handler runs again after `delay` (ms, or an interval as
+     * text), and this call then returns at once. The sleep is a checkpoint (`pg_wf.sleep:<name>`);
+     * unnamed sleeps are numbered in call order, so a handler must make them in the same order on
+     * every run.
      */
-    sleep(name: string, duration: Duration): Promise<void>;
+    sleep(delay: Duration, name?: string): Promise<void>;
     /**
-     * Waits for an event (`wf_await_event`). If the event was delivered already (a signal, kept by
-     * the server, or this job's timeout), returns it; otherwise the job parks as `waiting`, holding
-     * nothing, and the handler stops here (this throws `JobSuspended`); the signal (or the timeout)
-     * makes the job ready again, and the handler's next run gets the event from this call.
-     * Event names are per job: awaiting one name twice returns the first delivery.
+     * The payload of `event` once it was signalled (`wf_signal`). Until then, parks the job
+     * (`wf_await_event`: waiting, no worker, no attempt spent) and ends this run (throws
+     * `Suspended`); the handler runs again when the signal arrives (at once if it was signalled
+     * before: signals are kept), and this call then returns the payload. After the timeout it
+     * throws `EventTimeout`. Event names are per job: awaiting one twice returns the first delivery.
      */
     awaitEvent<T extends Json = Json>(event: string, options?: {
         timeout?: Duration;
-    }): Promise<{
-        status: 'signalled';
-        payload: T;
-    } | {
-        status: 'timed_out';
-    }>;
+    }): Promise<T>;
     /**
-     * Starts a child workflow named `name` (`wf_start_child`; a single job is a one-step spec).
-     * The same name again, in any attempt, returns the same child: call it again on every run.
-     * Returns the child workflow's id.
+     * Starts the child workflow `name` (`wf_start_child`; `spec` is what `submit` takes, a single
+     * job is a one-step spec) and returns its id. The same name again, in this run or a later one,
+     * returns the same child: start them on every run, before `awaitChildren`.
      */
     startChild(name: string, spec: WorkflowSpec): Promise<string>;
     /**
-     * Waits until every child started in this run (by `startChild`) has finished, and returns their
-     * outcomes by name. Until then the job parks (`wf_await_children`: waiting, its attempt not
-     * spent) and the handler stops here (this throws `JobSuspended`); the last child's end makes it
-     * ready, and the next run, starting the same children again, gets their outcomes from this
-     * call. A child that failed does not fail the parent: look at each outcome's `status`. After
-     * `timeout`, the children still running come back with status `running`.
+     * The outcomes of the children started with `startChild`, by name, once all have finished.
+     * Until then parks the job (`wf_await_children`) and ends this run (throws `Suspended`); the
+     * handler runs again with the outcomes in its events. A child that failed is an outcome with
+     * status `failed`, not an error. After the timeout: `ChildrenTimeout` (with the outcomes that
+     * arrived).
      */
     awaitChildren(options?: {
         timeout?: Duration;
     }): Promise<Record<string, ChildOutcome>>;
+    /** The child outcomes delivered so far (from the claim's events), by child name. */
+    childOutcomes(): Record<string, ChildOutcome>;
     /**
-     * Tells the server this attempt is alive (`wf_heartbeat`, extending a lease). The worker does
-     * it by itself well inside the lease; call it only to learn at once whether to go on. False: the
-     * job is not this attempt's any more (cancelled, past its max_run_time, recovered) and `signal`
-     * is aborted: stop.
+     * Fan-out at run time: steps (`submit`'s step objects) added to this job's workflow when it
+     * completes, in the same statement (`wf_complete_with_steps`). Their `after` may name this step,
+     * other new steps and done steps; `queue` defaults to this step's.
      */
-    heartbeat(): Promise<boolean>;
+    addSteps(steps: StepSpec[]): void;
     /**
-     * Reports progress (`wf_progress`, up to 8 kB of JSON), shown in `wf.jobs.progress` and in
-     * `wf_workflow`. False (and `signal` aborted) if the job is not this attempt's any more.
+     * Tells pg_wf the job is alive and extends its lease (`wf_heartbeat`). The worker does this by
+     * itself, well inside the lease; call it only to learn at once whether the job is still yours.
+     * Throws `JobLost` if it is not.
      */
-    progress(value: Json): Promise<boolean>;
+    heartbeat(): Promise<void>;
     /**
-     * Exactly-once effects: runs `fn` in a transaction on the job's own connection (`tx` is
-     * `job.db`), then completes the job with `fn`'s result in the same transaction, and commits. If
-     * the job is no longer this attempt's, the completion is refused, the transaction (with the
-     * effect) is rolled back and this throws `JobLostError`; so the effect commits if and only if
-     * the job completes. With `steps`, the completion also adds those steps to the job's workflow
-     * (`wf_complete_with_steps`). The handler's own return value is then not used.
+     * Reports progress (`wf_progress`: a small JSON value, up to 8 kB, shown in `wf.jobs.progress`
+     * and `wf_workflow`; no WAL). Throws `JobLost` if the job is no longer yours.
      */
-    completeWith<T extends R>(fn: (tx: pg.Client) => T | Promise<T>, options?: {
-        steps?: StepSpec[];
-    }): Promise<T>;
+    progress(report: Json): Promise<void>;
     /**
-     * Fan-out at run time: completes this workflow step with `result` and adds `steps` to its
-     * workflow in one statement (`wf_complete_with_steps`). A step's `after` may name the new steps
-     * and done steps (this one counts as done); `queue` defaults to this step's.
+     * A transaction on the job's connection for the job's side effect and its completion, so that
+     * both commit or neither does (exactly-once effects):
+     *
+     * ```ts
+     * await job.transaction(async (tx) => {
+     *   await tx.query('INSERT INTO sent (message_id) VALUES ($1)', [id]);
+     *   await job.complete({ messageId: id });
+     * });
+     * ```
+     *
+     * Resolves with `fn`'s value once committed. If `complete` finds the token stale, the block is
+     * rolled back and left (the rest of `fn` does not run), this resolves with undefined, and the
+     * handler goes on after it (`job.lost` is true). Any other error rolls back and is rethrown.
      */
-    completeWithSteps(result: R, steps: StepSpec[]): Promise<void>;
-    private finishCall;
-    /** @internal The worker's completion with the handler's return value. */
-    complete(result: Json): Promise<boolean>;
-    /** @internal The worker's `wf_fail`; returns the new status, or null for a stale token. */
-    fail(db: Queryable, error: string, options?: {
-        retryIn?: Duration;
-        permanent?: boolean;
-    }): Promise<string | null>;
+    transaction<T>(fn: (tx: pg.Client) => Promise<T>): Promise<T | undefined>;
+    /**
+     * Completes the job now (`wf_complete`, or `wf_complete_with_steps` with `steps`, or steps
+     * given to `addSteps`); the handler's return value is then not used. True if it was still
+     * yours. A stale token is logged and returns false; inside `transaction()` it rolls the block
+     * back; in a transaction of the handler's own it throws `JobLost`, so that the transaction's
+     * effects do not commit.
+     */
+    complete(result?: R | Json, steps?: StepSpec[]): Promise<boolean>;
+    /** SELECT fn(queue, id, attempt, args..., named...) on `db`. @internal */
+    call<T>(db: Queryable, fn: string, ...args: (Arg | Record<string, Arg>)[]): Promise<T>;
+    /** @internal */
+    logStale(fn: string): void;
+    /** Marks the job lost and aborts `signal`. @internal */
+    markLost(reason: string): void;
+    private throwLost;
+    private check;
+    private notInTransaction;
+    /** Runs a call that parks the job; the heartbeats stop meanwhile. */
+    private parking;
+    private park;
 }

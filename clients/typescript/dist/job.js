@@ -1,299 +1,413 @@
-import { JobLostError, JobSuspended } from './errors.js';
+import { ChildrenTimeout, EventTimeout, JobLost, Suspended } from './errors.js';
 import { call, interval, json } from './sql.js';
-const CHILD_EVENT = 'wf:child:';
-const CHILDREN_EVENT = 'wf:children';
-const SLEEP_CHECKPOINT = 'pg_wf:sleep:';
+export const CHILD_EVENT = 'wf:child:';
+export const SLEEP_CHECKPOINT = 'pg_wf.sleep:';
+/** A stale completion inside `transaction()`: rolls its block back. */
+class Rollback extends Error {
+}
 /**
- * One claimed attempt of a job, given to its handler. Everything a running job asks of pg_wf goes
- * through it; each call is fenced by the attempt's token, so a handler whose job was taken away
- * (recovered, cancelled, given back) changes nothing: the call throws `JobLostError` (or returns
- * false, for `heartbeat` and `progress`), the handler stops, and the worker logs it.
+ * One claimed job, given to its handler. Every call it makes for the job is fenced by the
+ * attempt's token: once the job is no longer this attempt's (recovered, cancelled, timed out,
+ * given back), a call that needs the token throws `JobLost` and the handler stops; the worker
+ * logs it and writes nothing more.
  */
 export class Job {
     queue;
     id;
-    /** this attempt's number (1 for the first run; a recovered or retried job counts on) */
+    /** this attempt's number (1 on the first run; a retried or recovered job counts on) */
     attempt;
     payload;
-    /** results of the jobs this one ran after, by step name (`{}` if none) */
+    /** results of the jobs this one runs after, by step name (`{}` if none) */
     inputs;
-    /** outputs recorded by `checkpoint` in earlier attempts, by name */
-    checkpoints;
-    /** events delivered to the job: signals, timeouts, children's outcomes (`wf:child:<name>`) */
-    events;
     workflowId;
-    stepName;
+    /** its workflow step's name */
+    step;
     priority;
     maxAttempts;
     leaseExpiresAt;
+    /** outputs recorded by `checkpoint` in this and earlier runs, by name */
+    checkpoints;
+    /** events delivered to the job: signals, timeouts, children's outcomes (`wf:child:<name>`) */
+    events;
     /**
-     * A key for outside APIs (an `Idempotency-Key` header), the same in every attempt and after
-     * every recovery of this job: the enqueue's idempotency key if it had one, else
-     * `<prefix>:<queue>:<id>` (prefix `pg_wf` unless the worker names another). An API that
-     * remembers keys then executes a request once however often the job runs. Never per attempt.
+     * The session that owns the job (a pg.Client in autocommit), for the handler's own statements;
+     * `transaction()` runs a transaction on it.
      */
-    idempotencyKey;
-    /**
-     * The job's own connection: the session that owns the claim (a pg.Client of the worker). Use it
-     * for the queries whose effect must commit with the job's completion (see `completeWith`).
-     */
-    db;
-    /** Aborted when the job stops being this attempt's (cancelled, lost, timed out, given back). */
+    client;
+    /** the name of the worker slot that claimed it (wf.jobs.worker) */
+    workerName;
+    /** aborted once the job is no longer this attempt's (`lost`): a long handler should stop */
     signal;
-    /** @internal */ state = 'running';
-    /** @internal */ children = new Map();
-    abort = new AbortController();
+    /** @internal */ finished = undefined;
+    /** @internal */ lostReason = '';
+    enqueueKey;
     host;
+    abort = new AbortController();
+    steps = [];
+    children = [];
+    sleeps = 0;
+    inTransaction = false;
     /** @internal */
-    constructor(row, db, host) {
+    constructor(row, client, workerName, host) {
         this.queue = row.queue;
         this.id = Number(row.id);
         this.attempt = row.attempt;
         this.payload = row.payload;
         this.inputs = row.inputs ?? {};
-        this.checkpoints = { ...(row.checkpoints ?? {}) };
-        this.events = row.events ?? {};
         this.workflowId = row.workflow_id;
-        this.stepName = row.step_name;
+        this.step = row.step_name;
         this.priority = row.priority;
         this.maxAttempts = row.max_attempts;
         this.leaseExpiresAt = row.lease_expires_at;
-        this.idempotencyKey = row.idempotency_key ?? `${host.idempotencyKeyPrefix}:${row.queue}:${this.id}`;
-        this.db = db;
+        this.checkpoints = { ...(row.checkpoints ?? {}) };
+        this.events = { ...(row.events ?? {}) };
+        this.enqueueKey = row.idempotency_key;
+        this.client = client;
+        this.workerName = workerName;
         this.host = host;
         this.signal = this.abort.signal;
     }
-    /** `queue/id#attempt`, for log lines. */
     toString() {
-        return `${this.queue}/${this.id}#${this.attempt}`;
+        return `job ${this.queue}/${this.id} (${this.step ? `${this.step}, ` : ''}attempt ${this.attempt})`;
     }
-    token() {
-        return [[this.queue, 'text'], [this.id, 'bigint'], [this.attempt, 'int']];
-    }
-    async value(db, fn, more = [], named = {}) {
-        const q = call(fn, [...this.token(), ...more], named);
-        const res = await db.query(`SELECT ${q.text} AS v`, q.values);
-        return res.rows[0].v;
-    }
-    /** @internal Marks the job as not this attempt's any more and aborts `signal`. */
-    markLost(reason, state = 'lost') {
-        if (this.state === 'running')
-            this.state = state;
-        if (!this.abort.signal.aborted)
-            this.abort.abort(new JobLostError(`job ${this}: ${reason}`));
-    }
-    lost(what) {
-        this.markLost(`${what}: the job is not this attempt's any more (recovered, cancelled or timed out)`);
-        throw this.signal.reason;
-    }
-    suspend(what, status) {
-        this.state = 'suspended';
-        throw new JobSuspended(`job ${this} ${what} (${status}): it runs again at its next claim`, status);
-    }
-    checkRunning(what) {
-        if (this.state === 'completed')
-            throw new Error(`pg_wf: job ${this} is already completed; ${what} is too late`);
-        if (this.state === 'suspended')
-            throw new JobSuspended(`job ${this} is suspended; ${what} is too late`, 'suspended');
-        if (this.state !== 'running')
-            throw this.signal.reason ?? new JobLostError(`job ${this} is lost`);
+    /** The fencing token (queue, id, attempt) of this claim. */
+    get token() {
+        return [this.queue, this.id, this.attempt];
     }
     /**
-     * Runs `fn` once across attempts: its output is recorded with `wf_checkpoint` under `name`, and
-     * a later attempt (after a crash, a retry, a sleep) gets the recorded output back without
-     * running `fn`. The output must be JSON (undefined is stored as null). Names are per job.
+     * A key for outside APIs (an `Idempotency-Key` header): the enqueue's idempotency key, else
+     * `<prefix>:<queue>:<id>` (prefix `pg_wf` unless the worker's `keyPrefix` says otherwise). The
+     * same for every attempt and recovery of this job, never per attempt: a retry after a crash that
+     * came after the outside call must present the same key, or the outside API does it twice.
+     */
+    get idempotencyKey() {
+        return this.enqueueKey ?? `${this.host.keyPrefix}:${this.queue}:${this.id}`;
+    }
+    /**
+     * True once a heartbeat (or another call) found the job no longer this attempt's: cancelled,
+     * recovered, past its max_run_time, or given back at shutdown. Stop working on it.
+     */
+    get lost() {
+        return this.signal.aborted;
+    }
+    // ------------------------------------------------------------------ in the handler
+    /**
+     * Runs `fn` once across attempts: its value (JSON; undefined is stored as null) is recorded
+     * with `wf_checkpoint`, and a later run (after a crash, a retry, a park) gets it back from its
+     * claim without running `fn` again. Inside `transaction()` the record commits with the block.
      */
     async checkpoint(name, fn) {
-        if (Object.prototype.hasOwnProperty.call(this.checkpoints, name))
+        if (Object.prototype.hasOwnProperty.call(this.checkpoints, name)) {
+            this.host.logger.debug(`pg_wf: ${this}: checkpoint "${name}" restored`);
             return this.checkpoints[name];
-        this.checkRunning(`checkpoint("${name}")`);
-        const output = ((await fn()) ?? null);
-        const status = await this.value(this.db, 'wf_checkpoint', [[name, 'text'], [json(output), 'jsonb']]);
-        if (status === null)
-            this.lost(`checkpoint("${name}")`);
-        this.checkpoints[name] = output;
-        return output;
-    }
-    /**
-     * A durable sleep: the job goes back to pending until `duration` has passed (`wf_snooze`),
-     * holding no session or lease, its attempt not spent, and the handler stops here (this throws
-     * `JobSuspended`). At the next claim the handler runs again from the start; its checkpoints
-     * return their outputs, and this call, with the same name, returns at once once the time has
-     * come. `name` makes the sleep one point of the job (like a checkpoint's name).
-     */
-    async sleep(name, duration) {
-        const key = SLEEP_CHECKPOINT + name;
-        let until = this.checkpoints[key]?.until;
-        this.checkRunning(`sleep("${name}")`);
-        if (until === undefined) {
-            // The wake time is the server's, recorded as the checkpoint's output.
-            const res = await this.db.query(`SELECT wf_checkpoint($1::text, $2::bigint, $3::int, $4::text,
-                              jsonb_build_object('until', t.until)) AS status, t.until
-           FROM (SELECT clock_timestamp() + $5::interval AS until) t`, [this.queue, this.id, this.attempt, key, interval(duration)]);
-            if (res.rows[0].status === null)
-                this.lost(`sleep("${name}")`);
-            until = res.rows[0].until.toISOString();
-            this.checkpoints[key] = { until };
         }
-        const res = await this.db.query(`SELECT CASE WHEN $4::timestamptz > clock_timestamp()
-                   THEN wf_snooze($1::text, $2::bigint, $3::int, $4::timestamptz - clock_timestamp())
-                   ELSE 'elapsed' END AS status`, [this.queue, this.id, this.attempt, until]);
-        const status = res.rows[0].status;
-        if (status === 'elapsed')
-            return;
-        if (status === null)
-            this.lost(`sleep("${name}")`);
-        this.suspend(`sleeps until ${until}`, status);
+        this.check();
+        const value = ((await fn()) ?? null);
+        const status = await this.call(this.client, 'wf_checkpoint', [name, 'text'], [json(value), 'jsonb']);
+        if (status === null) {
+            this.finished = 'stale';
+            this.throwLost('wf_checkpoint found the token stale');
+        }
+        this.checkpoints[name] = value;
+        return value;
     }
     /**
-     * Waits for an event (`wf_await_event`). If the event was delivered already (a signal, kept by
-     * the server, or this job's timeout), returns it; otherwise the job parks as `waiting`, holding
-     * nothing, and the handler stops here (this throws `JobSuspended`); the signal (or the timeout)
-     * makes the job ready again, and the handler's next run gets the event from this call.
-     * Event names are per job: awaiting one name twice returns the first delivery.
+     * A durable sleep: parks the job (`wf_snooze`: pending, no worker, no attempt spent) and ends
+     * this run (throws `Suspended`); the handler runs again after `delay` (ms, or an interval as
+     * text), and this call then returns at once. The sleep is a checkpoint (`pg_wf.sleep:<name>`);
+     * unnamed sleeps are numbered in call order, so a handler must make them in the same order on
+     * every run.
+     */
+    async sleep(delay, name) {
+        this.sleeps++;
+        const checkpoint = SLEEP_CHECKPOINT + (name ?? String(this.sleeps));
+        this.notInTransaction('sleep');
+        let status;
+        if (Object.prototype.hasOwnProperty.call(this.checkpoints, checkpoint)) {
+            const until = this.checkpoints[checkpoint]?.until;
+            if (!until)
+                return;
+            status = await this.parking(async () => {
+                const res = await this.client.query(`SELECT CASE WHEN $4::timestamptz > clock_timestamp()
+                       THEN wf_snooze($1::text, $2::bigint, $3::int, $4::timestamptz - clock_timestamp())
+                       ELSE 'elapsed' END AS status`, [...this.token, until]);
+                return res.rows[0].status;
+            });
+            if (status === 'elapsed') {
+                this.finished = undefined;
+                return;
+            }
+        }
+        else {
+            status = await this.parking(async () => {
+                // the wake time (the server's clock) and the snooze commit together
+                await this.client.query('BEGIN');
+                try {
+                    const res = await this.client.query(`SELECT CASE WHEN wf_checkpoint($1::text, $2::bigint, $3::int, $4::text,
+                                            jsonb_build_object('until', clock_timestamp() + $5::interval)) IS NULL
+                         THEN NULL
+                         ELSE wf_snooze($1::text, $2::bigint, $3::int, $5::interval) END AS status`, [...this.token, checkpoint, interval(delay)]);
+                    await this.client.query('COMMIT');
+                    return res.rows[0].status;
+                }
+                catch (err) {
+                    await this.client.query('ROLLBACK').catch(() => undefined);
+                    throw err;
+                }
+            });
+        }
+        this.park(status, typeof delay === 'number' ? `sleep ${delay} ms` : `sleep ${delay}`);
+    }
+    /**
+     * The payload of `event` once it was signalled (`wf_signal`). Until then, parks the job
+     * (`wf_await_event`: waiting, no worker, no attempt spent) and ends this run (throws
+     * `Suspended`); the handler runs again when the signal arrives (at once if it was signalled
+     * before: signals are kept), and this call then returns the payload. After the timeout it
+     * throws `EventTimeout`. Event names are per job: awaiting one twice returns the first delivery.
      */
     async awaitEvent(event, options = {}) {
         const delivered = this.events[event];
-        if (delivered)
-            return delivered;
-        this.checkRunning(`awaitEvent("${event}")`);
-        const status = await this.value(this.db, 'wf_await_event', [[event, 'text']], {
+        if (delivered) {
+            if (delivered.status === 'signalled')
+                return (delivered.payload ?? null);
+            throw new EventTimeout(event);
+        }
+        this.notInTransaction('awaitEvent');
+        const status = await this.parking(() => this.call(this.client, 'wf_await_event', [event, 'text'], {
             timeout: [interval(options.timeout), 'interval'],
-        });
-        if (status === null)
-            this.lost(`awaitEvent("${event}")`);
-        this.suspend(`awaits event "${event}"`, status);
+        }));
+        this.park(status, `awaitEvent "${event}"`);
     }
     /**
-     * Starts a child workflow named `name` (`wf_start_child`; a single job is a one-step spec).
-     * The same name again, in any attempt, returns the same child: call it again on every run.
-     * Returns the child workflow's id.
+     * Starts the child workflow `name` (`wf_start_child`; `spec` is what `submit` takes, a single
+     * job is a one-step spec) and returns its id. The same name again, in this run or a later one,
+     * returns the same child: start them on every run, before `awaitChildren`.
      */
     async startChild(name, spec) {
-        this.checkRunning(`startChild("${name}")`);
-        const id = await this.value(this.db, 'wf_start_child', [[name, 'text'], [json(spec), 'jsonb']]);
-        if (id === null)
-            this.lost(`startChild("${name}")`);
-        this.children.set(name, id);
-        return id;
+        this.check();
+        const child = await this.call(this.client, 'wf_start_child', [name, 'text'], [json(spec), 'jsonb']);
+        if (child === null)
+            this.throwLost('wf_start_child: the token is stale or a cancel was requested');
+        if (!this.children.includes(name))
+            this.children.push(name);
+        return child;
     }
     /**
-     * Waits until every child started in this run (by `startChild`) has finished, and returns their
-     * outcomes by name. Until then the job parks (`wf_await_children`: waiting, its attempt not
-     * spent) and the handler stops here (this throws `JobSuspended`); the last child's end makes it
-     * ready, and the next run, starting the same children again, gets their outcomes from this
-     * call. A child that failed does not fail the parent: look at each outcome's `status`. After
-     * `timeout`, the children still running come back with status `running`.
+     * The outcomes of the children started with `startChild`, by name, once all have finished.
+     * Until then parks the job (`wf_await_children`) and ends this run (throws `Suspended`); the
+     * handler runs again with the outcomes in its events. A child that failed is an outcome with
+     * status `failed`, not an error. After the timeout: `ChildrenTimeout` (with the outcomes that
+     * arrived).
      */
     async awaitChildren(options = {}) {
-        const outcomes = {};
-        let missing = 0;
-        for (const [name, workflowId] of this.children) {
-            const o = this.events[CHILD_EVENT + name];
-            if (o)
-                outcomes[name] = o;
-            else {
-                missing++;
-                outcomes[name] = { workflow_id: workflowId, status: 'running', results: null, error: null };
-            }
-        }
-        if (missing === 0 || this.events[CHILDREN_EVENT]?.status === 'timed_out')
+        const outcomes = this.childOutcomes();
+        if (this.children.every((name) => name in outcomes))
             return outcomes;
-        this.checkRunning('awaitChildren()');
-        const status = await this.value(this.db, 'wf_await_children', [], {
+        if (this.events['wf:children']?.status === 'timed_out')
+            throw new ChildrenTimeout(outcomes);
+        this.notInTransaction('awaitChildren');
+        const status = await this.parking(() => this.call(this.client, 'wf_await_children', {
             timeout: [interval(options.timeout), 'interval'],
-        });
-        if (status === null)
-            this.lost('awaitChildren()');
-        this.suspend(`awaits ${missing} child workflow(s)`, status);
+        }));
+        this.park(status, `awaitChildren (${this.children.length})`);
+    }
+    /** The child outcomes delivered so far (from the claim's events), by child name. */
+    childOutcomes() {
+        const out = {};
+        for (const [key, o] of Object.entries(this.events)) {
+            if (!key.startsWith(CHILD_EVENT) || !o)
+                continue;
+            out[key.slice(CHILD_EVENT.length)] = {
+                status: o.status,
+                results: o.results ?? {},
+                error: o.error ?? null,
+                workflowId: o.workflow_id ?? null,
+                ok: o.status === 'done',
+            };
+        }
+        return out;
     }
     /**
-     * Tells the server this attempt is alive (`wf_heartbeat`, extending a lease). The worker does
-     * it by itself well inside the lease; call it only to learn at once whether to go on. False: the
-     * job is not this attempt's any more (cancelled, past its max_run_time, recovered) and `signal`
-     * is aborted: stop.
+     * Fan-out at run time: steps (`submit`'s step objects) added to this job's workflow when it
+     * completes, in the same statement (`wf_complete_with_steps`). Their `after` may name this step,
+     * other new steps and done steps; `queue` defaults to this step's.
+     */
+    addSteps(steps) {
+        this.steps.push(...steps);
+    }
+    /**
+     * Tells pg_wf the job is alive and extends its lease (`wf_heartbeat`). The worker does this by
+     * itself, well inside the lease; call it only to learn at once whether the job is still yours.
+     * Throws `JobLost` if it is not.
      */
     async heartbeat() {
-        if (this.state !== 'running')
-            return false;
-        const ok = await this.value(this.host.control, 'wf_heartbeat');
-        if (!ok)
-            this.markLost('heartbeat refused: the job was cancelled, ran past its max_run_time or was recovered');
-        return ok;
+        this.check();
+        if (this.finished !== undefined)
+            return;
+        const ok = await this.host.control((db) => this.call(db, 'wf_heartbeat'));
+        if (!ok && this.finished === undefined) {
+            this.markLost('a heartbeat found it cancelled, recovered or past its max_run_time');
+            throw new JobLost(this.lostReason);
+        }
     }
     /**
-     * Reports progress (`wf_progress`, up to 8 kB of JSON), shown in `wf.jobs.progress` and in
-     * `wf_workflow`. False (and `signal` aborted) if the job is not this attempt's any more.
+     * Reports progress (`wf_progress`: a small JSON value, up to 8 kB, shown in `wf.jobs.progress`
+     * and `wf_workflow`; no WAL). Throws `JobLost` if the job is no longer yours.
      */
-    async progress(value) {
-        if (this.state !== 'running')
-            return false;
-        const ok = await this.value(this.host.control, 'wf_progress', [[json(value), 'jsonb']]);
-        if (!ok)
-            this.markLost('progress refused: the job is not this attempt\'s any more');
-        return ok;
+    async progress(report) {
+        this.check();
+        const ok = await this.host.control((db) => this.call(db, 'wf_progress', [json(report), 'jsonb']));
+        if (!ok) {
+            this.finished = 'stale';
+            this.throwLost('wf_progress found the token stale');
+        }
     }
     /**
-     * Exactly-once effects: runs `fn` in a transaction on the job's own connection (`tx` is
-     * `job.db`), then completes the job with `fn`'s result in the same transaction, and commits. If
-     * the job is no longer this attempt's, the completion is refused, the transaction (with the
-     * effect) is rolled back and this throws `JobLostError`; so the effect commits if and only if
-     * the job completes. With `steps`, the completion also adds those steps to the job's workflow
-     * (`wf_complete_with_steps`). The handler's own return value is then not used.
+     * A transaction on the job's connection for the job's side effect and its completion, so that
+     * both commit or neither does (exactly-once effects):
+     *
+     * ```ts
+     * await job.transaction(async (tx) => {
+     *   await tx.query('INSERT INTO sent (message_id) VALUES ($1)', [id]);
+     *   await job.complete({ messageId: id });
+     * });
+     * ```
+     *
+     * Resolves with `fn`'s value once committed. If `complete` finds the token stale, the block is
+     * rolled back and left (the rest of `fn` does not run), this resolves with undefined, and the
+     * handler goes on after it (`job.lost` is true). Any other error rolls back and is rethrown.
      */
-    async completeWith(fn, options = {}) {
-        this.checkRunning('completeWith()');
-        await this.db.query('BEGIN');
-        let committed = false;
+    async transaction(fn) {
+        if (this.inTransaction)
+            throw new Error('pg_wf: job.transaction() is already open');
+        this.check();
+        await this.client.query('BEGIN');
+        this.inTransaction = true;
+        let value;
         try {
-            const result = await fn(this.db);
-            const ok = await this.finishCall(this.db, (result ?? null), options.steps);
-            if (!ok) {
-                await this.db.query('ROLLBACK');
-                committed = true;
-                this.lost('completeWith() (the transaction was rolled back)');
-            }
-            await this.db.query('COMMIT');
-            committed = true;
-            this.state = 'completed';
-            return result;
+            value = await fn(this.client);
         }
-        finally {
-            if (!committed)
-                await this.db.query('ROLLBACK').catch(() => undefined);
+        catch (err) {
+            this.inTransaction = false;
+            await this.client.query('ROLLBACK').catch(() => undefined);
+            if (err instanceof Rollback)
+                return undefined;
+            if (this.finished === 'completed')
+                this.finished = undefined; // its completion rolled back
+            throw err;
         }
+        this.inTransaction = false;
+        try {
+            await this.client.query('COMMIT');
+        }
+        catch (err) {
+            if (this.finished === 'completed')
+                this.finished = undefined;
+            throw err;
+        }
+        return value;
     }
     /**
-     * Fan-out at run time: completes this workflow step with `result` and adds `steps` to its
-     * workflow in one statement (`wf_complete_with_steps`). A step's `after` may name the new steps
-     * and done steps (this one counts as done); `queue` defaults to this step's.
+     * Completes the job now (`wf_complete`, or `wf_complete_with_steps` with `steps`, or steps
+     * given to `addSteps`); the handler's return value is then not used. True if it was still
+     * yours. A stale token is logged and returns false; inside `transaction()` it rolls the block
+     * back; in a transaction of the handler's own it throws `JobLost`, so that the transaction's
+     * effects do not commit.
      */
-    async completeWithSteps(result, steps) {
-        this.checkRunning('completeWithSteps()');
-        const ok = await this.finishCall(this.db, (result ?? null), steps);
-        if (!ok)
-            this.lost('completeWithSteps()');
-        this.state = 'completed';
+    async complete(result, steps) {
+        if (this.finished !== undefined)
+            throw new Error(`pg_wf: ${this} already ended (${this.finished})`);
+        const all = [...this.steps, ...(steps ?? [])];
+        this.finished = 'completing'; // the heartbeats stop here
+        let ok;
+        try {
+            ok =
+                all.length > 0
+                    ? await this.call(this.client, 'wf_complete_with_steps', [json((result ?? null)), 'jsonb'], [json(all), 'jsonb'])
+                    : await this.call(this.client, 'wf_complete', [json((result ?? null)), 'jsonb']);
+        }
+        catch (err) {
+            this.finished = undefined;
+            throw err;
+        }
+        if (ok) {
+            this.finished = 'completed';
+            this.host.logger.debug(`pg_wf: ${this}: completed`);
+            return true;
+        }
+        this.markLost('wf_complete refused a stale token');
+        this.logStale('wf_complete');
+        // Refused in a transaction that rolls back: a job whose cancel was requested is still running
+        // (wf_complete would have ended it cancelled), so the worker ends its attempt after the handler.
+        const rolledBack = this.inTransaction || this.host.txStatus() !== 'I';
+        this.finished = rolledBack ? 'refused' : 'stale';
+        if (this.inTransaction)
+            throw new Rollback();
+        if (rolledBack)
+            throw new JobLost(this.lostReason);
+        return false;
     }
-    finishCall(db, result, steps) {
-        return steps === undefined
-            ? this.value(db, 'wf_complete', [[json(result), 'jsonb']])
-            : this.value(db, 'wf_complete_with_steps', [[json(result), 'jsonb'], [json(steps), 'jsonb']]);
+    // ------------------------------------------------------------------ internals
+    /** SELECT fn(queue, id, attempt, args..., named...) on `db`. @internal */
+    async call(db, fn, ...args) {
+        const positional = [[this.queue, 'text'], [this.id, 'bigint'], [this.attempt, 'int']];
+        let named = {};
+        for (const a of args) {
+            if (Array.isArray(a))
+                positional.push(a);
+            else
+                named = a;
+        }
+        const q = call(fn, positional, named);
+        const res = await db.query(`SELECT ${q.text} AS v`, q.values);
+        return res.rows[0].v;
     }
-    /** @internal The worker's completion with the handler's return value. */
-    async complete(result) {
-        const ok = await this.finishCall(this.db, result, undefined);
-        if (ok)
-            this.state = 'completed';
-        else
-            this.markLost('completion refused');
-        return ok;
+    /** @internal */
+    logStale(fn) {
+        this.host.logger.warn(`pg_wf: ${this}: ${fn} refused a stale token (the job was cancelled, recovered, or given back); nothing recorded`);
     }
-    /** @internal The worker's `wf_fail`; returns the new status, or null for a stale token. */
-    async fail(db, error, options = {}) {
-        return this.value(db, 'wf_fail', [[error, 'text']], {
-            retry_in: [interval(options.retryIn), 'interval'],
-            permanent: [options.permanent, 'boolean'],
-        });
+    /** Marks the job lost and aborts `signal`. @internal */
+    markLost(reason) {
+        if (!this.signal.aborted) {
+            this.lostReason = reason;
+            this.abort.abort(new JobLost(reason));
+        }
+    }
+    throwLost(reason) {
+        this.markLost(reason);
+        throw new JobLost(this.lostReason);
+    }
+    check() {
+        if (this.signal.aborted)
+            throw new JobLost(this.lostReason);
+    }
+    notInTransaction(what) {
+        if (this.inTransaction || this.host.txStatus() !== 'I') {
+            throw new Error(`pg_wf: job.${what}() parks the job and ends the handler's run: call it outside a transaction (its rollback would undo the park)`);
+        }
+    }
+    /** Runs a call that parks the job; the heartbeats stop meanwhile. */
+    async parking(park) {
+        this.check();
+        this.finished = 'parking';
+        try {
+            return await park();
+        }
+        catch (err) {
+            this.finished = undefined;
+            throw err;
+        }
+    }
+    park(status, what) {
+        if (status === null) {
+            this.finished = 'stale';
+            this.throwLost(`${what}: the token is stale`);
+        }
+        if (status === 'cancelled') {
+            this.finished = 'cancelled';
+            this.throwLost(`${what}: the job was cancelled`);
+        }
+        this.finished = 'parked';
+        throw new Suspended(status, what);
     }
 }

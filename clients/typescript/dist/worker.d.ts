@@ -4,99 +4,117 @@ import { type Logger } from './logger.js';
 import type { Duration } from './types.js';
 /** A handler: gets the job, returns its result (JSON), throws to fail the attempt. */
 export type Handler<P = any, R = any> = (job: Job<P, R>) => R | void | Promise<R | void>;
-export interface HandlerOptions {
-    /** jobs of this queue run at once in this worker, each on its own connection (default: the worker's) */
+export interface RegisterOptions {
+    /** only the jobs of this workflow step (a queue's handler without `step` takes the others) */
+    step?: string;
+    /** jobs of the queue run at once by this worker, each on its own connection (default: the worker's, 1) */
     concurrency?: number;
-    /** the claims' lease (a heartbeat deadline); default: the queue's, else none */
-    lease?: Duration;
-    /** claim only jobs of these versions (default: the worker's, else any) */
-    versions?: string[];
 }
 export interface WorkerOptions {
     /**
-     * a connection string (a URL, or libpq's `host=... dbname=...`) or a node-postgres client
-     * config; default: the PG* environment variables
+     * A connection string (a URL, or libpq's `host=... dbname=...`) or a node-postgres client
+     * config; default: the PG* environment variables.
      */
     connection?: string | pg.ClientConfig;
-    /** this worker's name in `wf.jobs.worker` (default `<hostname>:<pid>`) */
+    /** this worker's name in `wf.jobs.worker` (default `<hostname>:<pid>`; slots add `/<queue>/<n>`) */
     name?: string;
-    /** jobs in flight per queue unless its handler says (default 1) */
-    concurrency?: number;
-    lease?: Duration;
+    /** claim only jobs of these versions (default: any job) */
     versions?: string[];
-    /** how long one waiting claim blocks before it is made again (default 30 s); no polling either way */
+    /** the claims' lease, a heartbeat deadline (default: the queue's, else `wf.default_lease`) */
+    lease?: Duration;
+    /** jobs in flight per queue when its registration does not say (default 1) */
+    concurrency?: number;
+    /** how long one waiting claim blocks in the server before it is made again (default 10 s) */
     claimWait?: Duration;
-    /** the longest time between heartbeats of a job without a lease, in ms (default 10 s); with a lease, a third of it */
-    heartbeatInterval?: number;
+    /** the most time between two heartbeats of a job, in ms (default 10 s); with a lease, a third of it at most */
+    heartbeatEvery?: number;
     /** how long in-flight jobs may take to finish after a stop, in ms (default 30 s) */
     shutdownTimeout?: number;
     /** the retry delay of a job given back at shutdown (default 1 s) */
-    giveBackRetryIn?: Duration;
-    /** stop gracefully on SIGTERM and SIGINT while `run()` runs (default true); a second signal gives back at once */
-    handleSignals?: boolean;
-    /** where the worker logs (default: warnings and errors to the console; PG_WF_LOG_LEVEL sets the level) */
-    logger?: Logger;
+    shutdownRetryIn?: Duration;
     /** the prefix of the idempotency keys derived from (queue, id) (default `pg_wf`) */
-    idempotencyKeyPrefix?: string;
+    keyPrefix?: string;
+    /** stop gracefully on SIGTERM and SIGINT while `run()` runs (default true) */
+    handleSignals?: boolean;
+    /** where the worker logs; default: warnings and errors to the console (`PG_WF_LOG_LEVEL` sets the level) */
+    logger?: Logger;
 }
 /**
- * Runs registered handlers on the jobs of their queues.
+ * Runs handlers on the jobs of their queues.
  *
  * ```ts
- * const worker = new Worker({ connection: process.env.DATABASE_URL, concurrency: 4 });
- * worker.handle('emails', async (job) => ({ messageId: await send(job.payload) }));
+ * const worker = new Worker({ connection: process.env.DATABASE_URL });
+ * worker.register('emails', async (job) => ({ sent: await send(job.payload) }), { concurrency: 4 });
  * await worker.run(); // until SIGTERM or SIGINT
  * ```
  */
 export declare class Worker {
     readonly name: string;
     readonly logger: Logger;
-    private readonly options;
+    readonly keyPrefix: string;
+    private readonly versions;
+    private readonly lease;
+    private readonly concurrency;
+    private readonly claimWait;
+    private readonly heartbeatEvery;
+    private readonly shutdownTimeout;
+    private readonly shutdownRetryIn;
+    private readonly handleSignals;
     private readonly config;
-    private readonly registrations;
+    private readonly queues;
     private readonly slots;
-    private readonly inFlight;
+    private readonly running;
     private readonly control;
-    private readonly host;
     private readonly stopSignal;
     private started;
     private stopping;
-    private hurry;
+    private stopReason;
+    private forced;
+    private readonly force;
     private readonly done;
     constructor(options?: WorkerOptions);
-    /** Registers the handler of `queue`'s jobs (before `start`/`run`). */
-    handle<P = any, R = any>(queue: string, handler: Handler<P, R>, options?: HandlerOptions): this;
-    /** Jobs whose handlers run now. */
-    get activeJobs(): number;
-    /** True once a stop began. */
-    get isStopping(): boolean;
-    /** Starts claiming; returns at once. `stop()` ends it; `stopped` resolves then. */
-    start(): void;
-    /** Resolves when the worker has stopped. */
-    get stopped(): Promise<void>;
     /**
-     * Starts, and runs until stopped: by `stop()`, or by SIGTERM / SIGINT (unless `handleSignals`
-     * is false), which stop gracefully; a second signal gives the jobs in flight back at once.
+     * Registers `handler` for the jobs of `queue` (of its workflow step `options.step`, if given).
+     * Its return value is the job's result. Call before `start` / `run`.
+     */
+    register<P = any, R = any>(queue: string, handler: Handler<P, R>, options?: RegisterOptions): this;
+    /** The jobs whose handlers run now. */
+    get inFlight(): Job[];
+    /** Resolves once the worker has stopped. */
+    get stopped(): Promise<void>;
+    /** Starts the slots and returns at once; `stop()` ends them. */
+    start(): this;
+    /**
+     * Starts, and resolves once the worker has shut down: after SIGTERM or SIGINT (unless
+     * `handleSignals` is false; a second signal gives the jobs in flight back at once), or `stop()`.
      */
     run(): Promise<void>;
     /**
-     * Stops gracefully: no new claims (waiting ones are cancelled), the jobs in flight get
-     * `timeout` ms (default `shutdownTimeout`) to finish, then the rest are given back with
-     * `wf_fail` and a short retry (the attempt counts, as a lost worker's does), their `signal`
-     * aborted and their connections closed. Resolves once the worker has stopped.
+     * Shuts down: no new claims (the waiting ones are cancelled); jobs in flight get `timeout` ms
+     * (default `shutdownTimeout`) to finish; then those still running are given back with
+     * `wf_fail(retry_in => shutdownRetryIn)` (the attempt counts, as a lost worker's does), their
+     * `signal` aborted and their sessions ended. `force`: give them back now. Resolves once stopped.
      */
     stop(options?: {
         timeout?: number;
+        force?: boolean;
     }): Promise<void>;
     private shutdown;
-    /** Cancels the claims that are waiting (and again while a slot is still in one). */
+    private drain;
+    /** Cancels the claims that wait (again while a slot is still in one: its claim may not have reached the server). */
     private cancelWaitingClaims;
     private giveBack;
-    /** Ends a slot's session at once (a busy backend reads no Terminate message until its statement ends). */
-    private closeSlot;
+    /** Ends a slot's session now (a busy backend reads no Terminate message until its statement ends). */
+    private endSession;
     private slotLoop;
-    /** Runs one job; 'abandoned' when it was given back at shutdown (its session is closed by giveBack). */
-    private runJob;
-    /** Records how the handler ended: completion, failure, or nothing (it parked, or lost the job). */
+    private claim;
+    private handlerFor;
+    /** Runs one job; 'abandoned' when it was given back at shutdown. */
+    private execute;
+    private heartbeats;
+    /** Records how the handler ended, as the job context left it. */
     private finish;
+    private fail;
+    /** Ends an attempt the handler gave up on: a job whose cancel was requested ends `cancelled` only when its attempt ends. */
+    private endLost;
 }

@@ -1,7 +1,7 @@
 // The producer's side: each function is one pg_wf SQL call on the connection you pass, so it
 // joins your transaction when you pass the client that ran BEGIN (roll back, and nothing happened).
 import { call, interval, json, timestamp, toId } from './sql.js';
-import type { Duration, Json, Queryable, Timestamp, WaitResult, WorkflowSpec } from './types.js';
+import type { Duration, Json, Outcome, Queryable, Timestamp, WorkflowSpec } from './types.js';
 
 export interface EnqueueOptions {
   /** not before this time */
@@ -12,7 +12,8 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /**
    * the same key again (in this queue, while the job is kept: `wf.retention`) returns the existing
-   * job instead of a new one; also the job's key for outside APIs (see `Job.idempotencyKey`)
+   * job instead of a new one (a different payload is an error); also the job's key for outside
+   * APIs (see `Job.idempotencyKey`)
    */
   idempotencyKey?: string;
   workflowId?: string;
@@ -108,8 +109,16 @@ export async function signalWithStart(
   );
 }
 
-function waitRow<R>(row: { status: string; result: unknown; error: string | null }): WaitResult<R> {
-  return { status: row.status, result: (row.result ?? null) as R | null, error: row.error ?? null };
+const FINISHED = ['done', 'failed', 'cancelled'];
+
+function outcome<R>(row: { status: string; result: unknown; error: string | null }): Outcome<R> {
+  return {
+    status: row.status,
+    result: (row.result ?? null) as R | null,
+    error: row.error ?? null,
+    finished: FINISHED.includes(row.status),
+    ok: row.status === 'done',
+  };
 }
 
 /**
@@ -122,10 +131,10 @@ export async function waitJob<R = Json>(
   queue: string,
   id: number,
   options: { timeout?: Duration } = {},
-): Promise<WaitResult<R>> {
+): Promise<Outcome<R>> {
   const q = call('wf_wait_job', [[queue, 'text'], [id, 'bigint']], { timeout: [interval(options.timeout), 'interval'] });
   const res = await db.query(`SELECT status, result, error FROM ${q.text}`, q.values);
-  return waitRow<R>(res.rows[0]);
+  return outcome<R>(res.rows[0]);
 }
 
 /** `waitJob` for a workflow: `result` holds its final steps' results by step name. */
@@ -133,14 +142,14 @@ export async function waitWorkflow<R = Record<string, Json>>(
   db: Queryable,
   workflowId: string,
   options: { timeout?: Duration } = {},
-): Promise<WaitResult<R>> {
+): Promise<Outcome<R>> {
   const q = call('wf_wait_workflow', [[workflowId, 'uuid']], { timeout: [interval(options.timeout), 'interval'] });
   const res = await db.query(`SELECT status, result, error FROM ${q.text}`, q.values);
-  return waitRow<R>(res.rows[0]);
+  return outcome<R>(res.rows[0]);
 }
 
-/** `wf_workflow`: the workflow's status, counts and every step. */
-export async function getWorkflow(db: Queryable, workflowId: string): Promise<Record<string, any>> {
+/** `wf_workflow`: the workflow's status, counts and every step (name, status, attempts, result, ...). */
+export async function workflow(db: Queryable, workflowId: string): Promise<Record<string, any>> {
   return one(db, call('wf_workflow', [[workflowId, 'uuid']]));
 }
 

@@ -1,7 +1,8 @@
-// Errors a handler throws, and the ones the library uses to unwind a handler.
-import type { Duration } from './types.js';
+// Errors: the ones a handler throws to say how its job failed, the ones the library throws into
+// a handler for an outcome it may handle, and the control flow that ends a handler's run.
+import type { ChildOutcome, Duration } from './types.js';
 
-/** Thrown by a handler: the job fails at once, without further retries (`wf_fail(permanent => true)`). */
+/** Thrown by a handler: the job fails for good, no further attempts (`wf_fail(permanent => true)`). */
 export class PermanentError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -10,77 +11,110 @@ export class PermanentError extends Error {
 }
 
 /**
- * Thrown by a handler: the attempt fails and the job is retried after `retryIn` instead of the
- * queue's backoff (an API's `Retry-After`). The attempt counts.
+ * Thrown by a handler: this attempt fails and the job is retried after `retryIn` (ms, or an
+ * interval as text) instead of the queue's backoff, e.g. an API's `Retry-After`
+ * (`wf_fail(retry_in => ...)`). The attempt counts as usual.
  */
-export class RetryError extends Error {
+export class RetryAfter extends Error {
   readonly retryIn: Duration;
-  constructor(message: string, options: { retryIn: Duration; cause?: unknown }) {
-    super(message, options);
-    this.name = 'RetryError';
-    this.retryIn = options.retryIn;
+  constructor(retryIn: Duration, message?: string, options?: { cause?: unknown }) {
+    super(message ?? `retry after ${typeof retryIn === 'number' ? `${retryIn} ms` : retryIn}`, options);
+    this.name = 'RetryAfter';
+    this.retryIn = retryIn;
+  }
+}
+
+/** `Job.awaitEvent` found that the event's timeout passed before a signal. */
+export class EventTimeout extends Error {
+  readonly event: string;
+  constructor(event: string) {
+    super(`event "${event}" timed out`);
+    this.name = 'EventTimeout';
+    this.event = event;
+  }
+}
+
+/** `Job.awaitChildren` found that its timeout passed first; `outcomes` holds those that arrived. */
+export class ChildrenTimeout extends Error {
+  readonly outcomes: Record<string, ChildOutcome>;
+  constructor(outcomes: Record<string, ChildOutcome>) {
+    super('child workflows did not finish before the timeout');
+    this.name = 'ChildrenTimeout';
+    this.outcomes = outcomes;
   }
 }
 
 /**
- * The job is no longer this attempt's: its fencing token went stale (recovered after a lost
- * session or lease, cancelled, past its max_run_time, given back at shutdown). Thrown out of a
- * job context call that needs the token (`checkpoint`, `completeWith`, ...) to stop the handler;
- * the worker logs it and writes nothing more for the job. A handler has no need to catch it.
+ * Ends a handler's run: the job parked itself or is no longer this worker's. Not a failure: the
+ * worker catches it and logs what happened. A handler that catches errors should rethrow these
+ * (`if (err instanceof JobInterrupt) throw err`).
  */
-export class JobLostError extends Error {
+export class JobInterrupt extends Error {
   constructor(message: string) {
     super(message);
-    this.name = 'JobLostError';
+    this.name = 'JobInterrupt';
   }
 }
 
 /**
- * The job was parked (`sleep`, `awaitEvent`, `awaitChildren`) or cancelled while parking: it is
- * no longer running, and its handler runs again from the start at its next claim (with its
- * checkpoints, events and children's outcomes). Thrown to unwind the handler; the worker expects
- * it. A handler that catches errors must rethrow this one.
+ * The job parked itself (`sleep`, `awaitEvent`, `awaitChildren`): it is claimed again later, and
+ * the handler runs again from the start with the job's checkpoints and events.
  */
-export class JobSuspended extends Error {
-  /** the status wf_snooze / wf_await_event / wf_await_children returned */
+export class Suspended extends JobInterrupt {
+  /** what the parking call returned: `pending` or `waiting` */
   readonly status: string;
-  constructor(message: string, status: string) {
-    super(message);
-    this.name = 'JobSuspended';
+  readonly reason: string;
+  constructor(status: string, reason: string) {
+    super(`${reason}: ${status}`);
+    this.name = 'Suspended';
     this.status = status;
+    this.reason = reason;
   }
 }
 
-const MAX_FRAMES = 12;
-const MAX_ERROR_CHARS = 8000;
+/**
+ * The job's fencing token went stale: the job was cancelled, recovered after a lost session or
+ * lease, taken back past its max_run_time, or given back at shutdown. Nothing this attempt writes
+ * through pg_wf counts any more.
+ */
+export class JobLost extends JobInterrupt {
+  readonly reason: string;
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'JobLost';
+    this.reason = reason;
+  }
+}
+
+const MAX_FRAMES = 8;
+const MAX_CHARS = 4000;
 
 /**
- * The text stored in `last_error` for a thrown value: the message, then the stack trimmed to the
- * first frames outside node's internals, then the causes.
+ * What `wf_fail` records for a thrown value: `Name: message`, then the first frames of its stack
+ * (node's internals left out), then its causes, at most 4,000 characters in all.
  */
-export function formatError(err: unknown): string {
+export function formatError(error: unknown, maxFrames = MAX_FRAMES, maxChars = MAX_CHARS): string {
   const parts: string[] = [];
-  let current: unknown = err;
+  let current: unknown = error;
   for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
-    if (depth > 0) parts.push('caused by: ');
+    const prefix = depth > 0 ? 'Caused by: ' : '';
     if (current instanceof Error) {
-      const head = `${current.name}: ${current.message}`;
+      const head = current.message ? `${current.name}: ${current.message}` : current.name;
       const frames = (current.stack ?? '')
         .split('\n')
-        .filter((line) => /^\s+at /.test(line))
-        .filter((line) => !line.includes('node:internal'))
-        .slice(0, MAX_FRAMES)
+        .filter((line) => /^\s+at /.test(line) && !line.includes('node:internal'))
         .map((line) => line.trimEnd());
-      parts.push([head, ...frames].join('\n'));
+      const shown = frames.slice(0, maxFrames);
+      const trimmed = frames.length - shown.length;
+      parts.push(prefix + [head, ...shown, ...(trimmed > 0 ? [`    … ${trimmed} more frames`] : [])].join('\n'));
       current = (current as { cause?: unknown }).cause;
     } else {
-      parts.push(typeof current === 'string' ? current : safeString(current));
+      parts.push(prefix + (typeof current === 'string' ? current : safeString(current)));
       current = undefined;
     }
-    parts.push('\n');
   }
-  const text = parts.join('').trimEnd();
-  return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}\n…(truncated)` : text;
+  const text = parts.join('\n');
+  return text.length <= maxChars ? text : `${text.slice(0, maxChars - 1)}…`;
 }
 
 function safeString(v: unknown): string {

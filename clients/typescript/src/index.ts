@@ -7,7 +7,7 @@ export {
   signalWithStart,
   waitJob,
   waitWorkflow,
-  getWorkflow,
+  workflow,
   cancel,
   retry,
   cancelWorkflow,
@@ -17,9 +17,18 @@ export {
   type EnqueueOptions,
   type QueueSettings,
 } from './client.js';
-export { Worker, type Handler, type HandlerOptions, type WorkerOptions } from './worker.js';
-export { Job, type JobState } from './job.js';
-export { PermanentError, RetryError, JobLostError, JobSuspended, formatError } from './errors.js';
+export { Worker, type Handler, type RegisterOptions, type WorkerOptions } from './worker.js';
+export { Job } from './job.js';
+export {
+  PermanentError,
+  RetryAfter,
+  EventTimeout,
+  ChildrenTimeout,
+  JobInterrupt,
+  Suspended,
+  JobLost,
+  formatError,
+} from './errors.js';
 export { connectionConfig } from './dsn.js';
 export { levelLogger, defaultLogger, type Logger, type LogLevel } from './logger.js';
 export type {
@@ -29,7 +38,6 @@ export type {
   Timestamp,
   StepSpec,
   WorkflowSpec,
-  WaitResult,
+  Outcome,
   ChildOutcome,
-  EventRecord,
 } from './types.js';

@@ -45,25 +45,30 @@ export interface WorkflowSpec {
   [key: string]: Json | StepSpec[] | undefined;
 }
 
-/** What `waitJob` and `waitWorkflow` return. */
-export interface WaitResult<R = Json> {
-  /** `done`, `failed`, `cancelled`; on a timeout the status then (`pending`, `running`, ...) */
+/**
+ * What `waitJob` and `waitWorkflow` return: the status and, once the job or workflow has finished,
+ * its result and error. After a timeout, `status` is the one it has then (`pending`, `running`,
+ * ...) and `finished` is false.
+ */
+export interface Outcome<R = Json> {
   status: string;
   result: R | null;
   error: string | null;
+  /** done, failed or cancelled */
+  finished: boolean;
+  /** done */
+  ok: boolean;
 }
 
-/** A child workflow's outcome, as delivered into its parent's events. */
+/** A child workflow's outcome, as delivered into its parent's events (`wf:child:<name>`). */
 export interface ChildOutcome {
-  workflow_id: string;
-  /** `running`: only from `Job.awaitChildren` after its timeout, for a child that has not finished */
-  status: 'done' | 'failed' | 'cancelled' | 'running';
-  /** results of the child's final steps, by step name (done ones only) */
-  results: Record<string, Json> | null;
+  /** done, failed or cancelled */
+  status: string;
+  /** its final steps' results by step name (the done ones) */
+  results: Record<string, Json>;
+  /** the first failed step's error */
   error: string | null;
+  workflowId: string | null;
+  /** done */
+  ok: boolean;
 }
-
-/** An event as the job's claim carries it. */
-export type EventRecord =
-  | { status: 'signalled'; payload: Json }
-  | { status: 'timed_out' };

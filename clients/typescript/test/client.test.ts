@@ -8,7 +8,7 @@ import {
   configureQueue,
   enqueue,
   enqueueBatch,
-  getWorkflow,
+  workflow,
   retry,
   signal,
   signalWithStart,
@@ -83,7 +83,7 @@ describe('client', () => {
     assert.deepEqual(rows.map((r) => [Number(r.id), r.payload.n, r.key]), [[ids[0], 1, 'a'], [ids[1], 2, null], [ids[2], 3, 'c']]);
   });
 
-  test('submit, getWorkflow, cancelWorkflow', async () => {
+  test('submit, workflow, cancelWorkflow', async () => {
     const queue = uniqueQueue('wf');
     const id = await submit(pool, {
       name: 'report',
@@ -91,11 +91,11 @@ describe('client', () => {
       steps: [{ name: 'fetch', payload: { url: 'x' } }, { name: 'publish', after: ['fetch'] }],
     });
     assert.match(id, /^[0-9a-f-]{36}$/);
-    const wf = await getWorkflow(pool, id);
+    const wf = await workflow(pool, id);
     assert.equal(wf.status, 'running');
     assert.deepEqual(wf.steps.map((s: any) => s.name).sort(), ['fetch', 'publish']);
     assert.equal(await cancelWorkflow(pool, id), 2);
-    assert.equal((await getWorkflow(pool, id)).status, 'cancelled');
+    assert.equal((await workflow(pool, id)).status, 'cancelled');
   });
 
   test('signal, waitJob, cancel, retry, configureQueue', async () => {
