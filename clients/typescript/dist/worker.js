@@ -33,6 +33,7 @@ class Connection {
     config;
     logger;
     label;
+    setup;
     client;
     pid;
     /** the transaction status of the last ReadyForQuery: I (idle), T (in a transaction), E (failed one) */
@@ -41,10 +42,13 @@ class Connection {
     ending = false;
     connecting;
     chain = Promise.resolve();
-    constructor(config, logger, label) {
+    constructor(config, logger, label, 
+    /** run once on each new session */
+    setup) {
         this.config = config;
         this.logger = logger;
         this.label = label;
+        this.setup = setup;
     }
     async get() {
         if (this.client)
@@ -66,6 +70,8 @@ class Connection {
                 });
                 try {
                     await client.connect();
+                    if (this.setup)
+                        await client.query(this.setup);
                 }
                 catch (err) {
                     client.end().catch(() => undefined);
@@ -165,7 +171,9 @@ export class Worker {
         this.handleSignals = options.handleSignals ?? true;
         const c = options.connection;
         this.config = { keepAlive: true, ...(typeof c === 'string' ? connectionConfig(c) : (c ?? {})) };
-        this.control = new Connection({ application_name: `pg_wf ${this.name} control`.slice(0, 63), ...this.config }, this.logger, `${this.name} control`);
+        this.control = new Connection({ application_name: `pg_wf ${this.name} control`.slice(0, 63), ...this.config }, this.logger, `${this.name} control`, 
+        // a heartbeat must not hang behind a handler's long transaction (it would hold up the others)
+        `SET lock_timeout = '2s'`);
     }
     /**
      * Registers `handler` for the jobs of `queue` (of its workflow step `options.step`, if given).

@@ -89,7 +89,13 @@ class Connection implements Queryable {
   private connecting: Promise<pg.Client> | undefined;
   private chain: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly config: pg.ClientConfig, private readonly logger: Logger, readonly label: string) {}
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly logger: Logger,
+    readonly label: string,
+    /** run once on each new session */
+    private readonly setup?: string,
+  ) {}
 
   async get(): Promise<pg.Client> {
     if (this.client) return this.client;
@@ -106,6 +112,7 @@ class Connection implements Queryable {
         });
         try {
           await client.connect();
+          if (this.setup) await client.query(this.setup);
         } catch (err) {
           client.end().catch(() => undefined);
           throw err;
@@ -224,6 +231,8 @@ export class Worker {
       { application_name: `pg_wf ${this.name} control`.slice(0, 63), ...this.config },
       this.logger,
       `${this.name} control`,
+      // a heartbeat must not hang behind a handler's long transaction (it would hold up the others)
+      `SET lock_timeout = '2s'`,
     );
   }
 
