@@ -67,6 +67,23 @@ export declare function workflow(db: Queryable, workflowId: string): Promise<Rec
 export declare function cancel(db: Queryable, queue: string, id: number): Promise<boolean>;
 /** Runs a failed or cancelled job again with a fresh budget of attempts. */
 export declare function retry(db: Queryable, queue: string, id: number): Promise<boolean>;
+export interface WhereOptions {
+    /** only these jobs */
+    ids?: number[];
+    /** only jobs whose last error contains this text (case-insensitive) */
+    errorContains?: string;
+    /** at most this many (default 1000) */
+    maxJobs?: number;
+}
+/** `wf_retry_where`: retries the failed or cancelled jobs of `queue` that match; returns how many. */
+export declare function retryWhere(db: Queryable, queue: string, where?: WhereOptions): Promise<number>;
+/**
+ * `wf_cancel_where`: cancels the matching jobs of `queue` (blocked, pending, waiting, failed; running
+ * ones are flagged), narrowed to `statuses` if given; returns how many.
+ */
+export declare function cancelWhere(db: Queryable, queue: string, where?: WhereOptions & {
+    statuses?: string[];
+}): Promise<number>;
 /** Cancels every unfinished step of a workflow; returns how many. */
 export declare function cancelWorkflow(db: Queryable, workflowId: string): Promise<number>;
 export interface QueueSettings {
@@ -91,5 +108,7 @@ export interface QueueSettings {
 export declare function configureQueue(db: Queryable, queue: string, settings: QueueSettings): Promise<void>;
 /** Creates or replaces a cron schedule (UTC); returns its next run. */
 export declare function schedule(db: Queryable, name: string, cron: string, queue: string, payload?: Json): Promise<Date>;
+/** `wf_enable_schedule`: stops or restarts a schedule; false if there is none. */
+export declare function enableSchedule(db: Queryable, name: string, enabled: boolean): Promise<boolean>;
 /** Removes a schedule; false if there was none. */
 export declare function unschedule(db: Queryable, name: string): Promise<boolean>;

@@ -91,6 +91,26 @@ export async function cancel(db, queue, id) {
 export async function retry(db, queue, id) {
     return one(db, call('wf_retry', [[queue, 'text'], [id, 'bigint']]));
 }
+/** `wf_retry_where`: retries the failed or cancelled jobs of `queue` that match; returns how many. */
+export async function retryWhere(db, queue, where = {}) {
+    return one(db, call('wf_retry_where', [[queue, 'text']], {
+        ids: [where.ids, 'bigint[]'],
+        error_contains: [where.errorContains, 'text'],
+        max_jobs: [where.maxJobs, 'int'],
+    }));
+}
+/**
+ * `wf_cancel_where`: cancels the matching jobs of `queue` (blocked, pending, waiting, failed; running
+ * ones are flagged), narrowed to `statuses` if given; returns how many.
+ */
+export async function cancelWhere(db, queue, where = {}) {
+    return one(db, call('wf_cancel_where', [[queue, 'text']], {
+        ids: [where.ids, 'bigint[]'],
+        error_contains: [where.errorContains, 'text'],
+        statuses: [where.statuses, 'text[]'],
+        max_jobs: [where.maxJobs, 'int'],
+    }));
+}
 /** Cancels every unfinished step of a workflow; returns how many. */
 export async function cancelWorkflow(db, workflowId) {
     return one(db, call('wf_cancel_workflow', [[workflowId, 'uuid']]));
@@ -118,6 +138,10 @@ export async function configureQueue(db, queue, settings) {
 /** Creates or replaces a cron schedule (UTC); returns its next run. */
 export async function schedule(db, name, cron, queue, payload = {}) {
     return one(db, call('wf_schedule', [[name, 'text'], [cron, 'text'], [queue, 'text'], [json(payload), 'jsonb']]));
+}
+/** `wf_enable_schedule`: stops or restarts a schedule; false if there is none. */
+export async function enableSchedule(db, name, enabled) {
+    return one(db, call('wf_enable_schedule', [[name, 'text'], [enabled, 'boolean']]));
 }
 /** Removes a schedule; false if there was none. */
 export async function unschedule(db, name) {

@@ -1,4 +1,4 @@
-export { enqueue, enqueueBatch, submit, signal, signalWithStart, waitJob, waitWorkflow, workflow, cancel, retry, cancelWorkflow, configureQueue, schedule, unschedule, type EnqueueOptions, type QueueSettings, } from './client.js';
+export { enqueue, enqueueBatch, submit, signal, signalWithStart, waitJob, waitWorkflow, workflow, cancel, retry, cancelWorkflow, retryWhere, cancelWhere, enableSchedule, configureQueue, schedule, unschedule, type EnqueueOptions, type QueueSettings, type WhereOptions, } from './client.js';
 export { Worker, type Handler, type RegisterOptions, type WorkerOptions } from './worker.js';
 export { Job } from './job.js';
 export { PermanentError, RetryAfter, EventTimeout, ChildrenTimeout, JobInterrupt, Suspended, JobLost, formatError, } from './errors.js';

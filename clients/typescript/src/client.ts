@@ -163,6 +163,47 @@ export async function retry(db: Queryable, queue: string, id: number): Promise<b
   return one(db, call('wf_retry', [[queue, 'text'], [id, 'bigint']]));
 }
 
+export interface WhereOptions {
+  /** only these jobs */
+  ids?: number[];
+  /** only jobs whose last error contains this text (case-insensitive) */
+  errorContains?: string;
+  /** at most this many (default 1000) */
+  maxJobs?: number;
+}
+
+/** `wf_retry_where`: retries the failed or cancelled jobs of `queue` that match; returns how many. */
+export async function retryWhere(db: Queryable, queue: string, where: WhereOptions = {}): Promise<number> {
+  return one(
+    db,
+    call('wf_retry_where', [[queue, 'text']], {
+      ids: [where.ids, 'bigint[]'],
+      error_contains: [where.errorContains, 'text'],
+      max_jobs: [where.maxJobs, 'int'],
+    }),
+  );
+}
+
+/**
+ * `wf_cancel_where`: cancels the matching jobs of `queue` (blocked, pending, waiting, failed; running
+ * ones are flagged), narrowed to `statuses` if given; returns how many.
+ */
+export async function cancelWhere(
+  db: Queryable,
+  queue: string,
+  where: WhereOptions & { statuses?: string[] } = {},
+): Promise<number> {
+  return one(
+    db,
+    call('wf_cancel_where', [[queue, 'text']], {
+      ids: [where.ids, 'bigint[]'],
+      error_contains: [where.errorContains, 'text'],
+      statuses: [where.statuses, 'text[]'],
+      max_jobs: [where.maxJobs, 'int'],
+    }),
+  );
+}
+
 /** Cancels every unfinished step of a workflow; returns how many. */
 export async function cancelWorkflow(db: Queryable, workflowId: string): Promise<number> {
   return one(db, call('wf_cancel_workflow', [[workflowId, 'uuid']]));
@@ -217,6 +258,11 @@ export async function schedule(
   payload: Json = {},
 ): Promise<Date> {
   return one(db, call('wf_schedule', [[name, 'text'], [cron, 'text'], [queue, 'text'], [json(payload), 'jsonb']]));
+}
+
+/** `wf_enable_schedule`: stops or restarts a schedule; false if there is none. */
+export async function enableSchedule(db: Queryable, name: string, enabled: boolean): Promise<boolean> {
+  return one(db, call('wf_enable_schedule', [[name, 'text'], [enabled, 'boolean']]));
 }
 
 /** Removes a schedule; false if there was none. */

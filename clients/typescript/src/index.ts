@@ -11,11 +11,15 @@ export {
   cancel,
   retry,
   cancelWorkflow,
+  retryWhere,
+  cancelWhere,
+  enableSchedule,
   configureQueue,
   schedule,
   unschedule,
   type EnqueueOptions,
   type QueueSettings,
+  type WhereOptions,
 } from './client.js';
 export { Worker, type Handler, type RegisterOptions, type WorkerOptions } from './worker.js';
 export { Job } from './job.js';

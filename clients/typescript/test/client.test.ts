@@ -5,14 +5,19 @@ import { after, describe, test } from 'node:test';
 import {
   cancel,
   cancelWorkflow,
+  cancelWhere,
   configureQueue,
+  enableSchedule,
   enqueue,
   enqueueBatch,
   workflow,
   retry,
+  retryWhere,
+  schedule,
   signal,
   signalWithStart,
   submit,
+  unschedule,
   waitJob,
   waitWorkflow,
 } from 'pg-wf';
@@ -114,6 +119,29 @@ describe('client', () => {
     assert.equal((await q('SELECT * FROM wf_claim($1)', [queue])).length, 0, 'a paused queue hands out nothing');
     const later = await enqueue(pool, queue, {});
     assert.equal((await jobRow(queue, later)).max_attempts, 9);
+  });
+
+  test('retryWhere, cancelWhere, schedule, enableSchedule, unschedule', async () => {
+    const queue = uniqueQueue('bulk');
+    const ids = await enqueueBatch(pool, queue, [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    assert.equal(await cancelWhere(pool, queue, { ids: ids.slice(0, 2) }), 2);
+    assert.equal((await jobRow(queue, ids[2]!)).status, 'pending');
+    assert.equal(await retryWhere(pool, queue, { ids: [ids[0]!] }), 1);
+    assert.deepEqual(
+      (await q('SELECT id, status FROM wf.jobs WHERE queue = $1 ORDER BY id', [queue])).map((r) => r.status),
+      ['pending', 'cancelled', 'pending'],
+    );
+    assert.equal(await cancelWhere(pool, queue, { statuses: ['pending'], maxJobs: 10 }), 2);
+    assert.equal(await retryWhere(pool, queue, { errorContains: 'CANCEL' }), 3, 'error text matched case-insensitively');
+
+    const name = `ts-${queue}`;
+    const next = await schedule(pool, name, '*/5 * * * *', queue, { kind: 'tick' });
+    assert.ok(next instanceof Date && next.getTime() > Date.now());
+    assert.equal(await enableSchedule(pool, name, false), true);
+    const [row] = await q('SELECT enabled FROM wf.schedules WHERE name = $1', [name]);
+    assert.equal(row.enabled, false);
+    assert.equal(await unschedule(pool, name), true);
+    assert.equal(await enableSchedule(pool, name, true), false);
   });
 
   test('signalWithStart: one workflow per key', async () => {
