@@ -94,7 +94,8 @@ export function formatError(error, maxFrames = MAX_FRAMES, maxChars = MAX_CHARS)
                 .map((line) => line.trimEnd());
             const shown = frames.slice(0, maxFrames);
             const trimmed = frames.length - shown.length;
-            parts.push(prefix + [head, ...shown, ...(trimmed > 0 ? [`    … ${trimmed} more frames`] : [])].join('\n'));
+            const note = trimmed > 0 && maxFrames > 0 ? [`    … ${trimmed} more frames`] : [];
+            parts.push(prefix + [head, ...shown, ...note].join('\n'));
             current = current.cause;
         }
         else {

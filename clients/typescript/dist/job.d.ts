@@ -1,7 +1,5 @@
 import type pg from 'pg';
-import type { Logger } from './logger.js';
-import { type Arg } from './sql.js';
-import type { ChildOutcome, Duration, Json, Queryable, StepSpec, WorkflowSpec } from './types.js';
+import type { ChildOutcome, Duration, Json, StepSpec, WorkflowSpec } from './types.js';
 /** A claim's row, as wf_claim returns it. */
 export interface ClaimRow {
     id: string | number;
@@ -18,23 +16,6 @@ export interface ClaimRow {
     checkpoints: Record<string, Json> | null;
     events: Record<string, any> | null;
 }
-/** What the worker lends a job. @internal */
-export interface JobHost {
-    keyPrefix: string;
-    logger: Logger;
-    /** the transaction status of the job's connection: I (idle), T (in a transaction), E (failed) */
-    txStatus(): string;
-    /** runs fn on the worker's control connection (heartbeats, progress) */
-    control<T>(fn: (db: Queryable) => Promise<T>): Promise<T>;
-}
-/**
- * How far the job's attempt got, as the worker reads it after the handler: undefined while it
- * runs; then completed, stale (a fenced call was refused), refused (a completion refused and
- * rolled back: a job whose cancel was requested still holds its token), parked, cancelled,
- * failed, given_back.
- * @internal
- */
-export type Finished = undefined | 'completing' | 'completed' | 'stale' | 'refused' | 'parking' | 'parked' | 'cancelled' | 'failed' | 'given_back';
 export declare const CHILD_EVENT = "wf:child:";
 export declare const SLEEP_CHECKPOINT = "pg_wf.sleep:";
 /**
@@ -70,8 +51,6 @@ export declare class Job<P = any, R = any> {
     readonly workerName: string;
     /** aborted once the job is no longer this attempt's (`lost`): a long handler should stop */
     readonly signal: AbortSignal;
-    /** @internal */ finished: Finished;
-    /** @internal */ lostReason: string;
     private readonly enqueueKey;
     private readonly host;
     private readonly abort;
@@ -79,8 +58,6 @@ export declare class Job<P = any, R = any> {
     private readonly children;
     private sleeps;
     private inTransaction;
-    /** @internal */
-    constructor(row: ClaimRow, client: pg.Client, workerName: string, host: JobHost);
     toString(): string;
     /** The fencing token (queue, id, attempt) of this claim. */
     get token(): [queue: string, id: number, attempt: number];
@@ -179,12 +156,6 @@ export declare class Job<P = any, R = any> {
      * effects do not commit.
      */
     complete(result?: R | Json, steps?: StepSpec[]): Promise<boolean>;
-    /** SELECT fn(queue, id, attempt, args..., named...) on `db`. @internal */
-    call<T>(db: Queryable, fn: string, ...args: (Arg | Record<string, Arg>)[]): Promise<T>;
-    /** @internal */
-    logStale(fn: string): void;
-    /** Marks the job lost and aborts `signal`. @internal */
-    markLost(reason: string): void;
     private throwLost;
     private check;
     private notInTransaction;

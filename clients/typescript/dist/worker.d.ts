@@ -82,8 +82,11 @@ export declare class Worker {
     get inFlight(): Job[];
     /** Resolves once the worker has stopped. */
     get stopped(): Promise<void>;
-    /** Starts the slots and returns at once; `stop()` ends them. */
-    start(): this;
+    /**
+     * Starts the slots and resolves at once; `stop()` ends them. The control connection is opened
+     * first, so that a bad connection string rejects here.
+     */
+    start(): Promise<this>;
     /**
      * Starts, and resolves once the worker has shut down: after SIGTERM or SIGINT (unless
      * `handleSignals` is false; a second signal gives the jobs in flight back at once), or `stop()`.

@@ -209,13 +209,23 @@ export class Worker {
     get stopped() {
         return this.done.promise;
     }
-    /** Starts the slots and returns at once; `stop()` ends them. */
-    start() {
+    /**
+     * Starts the slots and resolves at once; `stop()` ends them. The control connection is opened
+     * first, so that a bad connection string rejects here.
+     */
+    async start() {
         if (this.started)
             throw new Error('pg_wf: the worker was started already');
         if (this.queues.size === 0)
             throw new Error('pg_wf: no handlers registered');
         this.started = true;
+        try {
+            await this.control.get();
+        }
+        catch (err) {
+            this.done.resolve();
+            throw err;
+        }
         const total = [...this.queues.values()].reduce((n, q) => n + (q.given ?? this.concurrency), 0);
         for (const q of this.queues.values()) {
             for (let i = 0; i < (q.given ?? this.concurrency); i++) {
@@ -245,7 +255,7 @@ export class Worker {
             process.on('SIGINT', onSignal);
         }
         try {
-            this.start();
+            await this.start();
             await this.done.promise;
         }
         finally {
@@ -351,14 +361,16 @@ export class Worker {
             }
         });
         let status;
+        let waited = false;
         try {
             status = await fail();
         }
         catch (err) {
+            waited = true;
             this.logger.debug(`pg_wf: ${job}: the give-back waits for the handler's transaction (${err.message})`);
         }
         await this.endSession(slot);
-        if (status === undefined) {
+        if (waited) {
             try {
                 status = await fail();
             }
@@ -366,7 +378,10 @@ export class Worker {
                 this.logger.error(`pg_wf: ${job}: could not give it back (${err.message}); the server recovers it, its session is ended`);
             }
         }
-        if (status === null)
+        if (status === null && waited) {
+            this.logger.warn(`pg_wf: ${job}: still running at shutdown in a transaction; its session was ended and the server recovered the job`);
+        }
+        else if (status === null)
             this.logger.warn(`pg_wf: ${job}: still running at shutdown, but no longer this worker's`);
         else if (status !== undefined)
             this.logger.warn(`pg_wf: ${job}: still running at shutdown, given back (wf_fail -> ${status})`);

@@ -106,7 +106,8 @@ export function formatError(error: unknown, maxFrames = MAX_FRAMES, maxChars = M
         .map((line) => line.trimEnd());
       const shown = frames.slice(0, maxFrames);
       const trimmed = frames.length - shown.length;
-      parts.push(prefix + [head, ...shown, ...(trimmed > 0 ? [`    … ${trimmed} more frames`] : [])].join('\n'));
+      const note = trimmed > 0 && maxFrames > 0 ? [`    … ${trimmed} more frames`] : [];
+      parts.push(prefix + [head, ...shown, ...note].join('\n'));
       current = (current as { cause?: unknown }).cause;
     } else {
       parts.push(prefix + (typeof current === 'string' ? current : safeString(current)));

@@ -271,11 +271,20 @@ export class Worker {
     return this.done.promise;
   }
 
-  /** Starts the slots and returns at once; `stop()` ends them. */
-  start(): this {
+  /**
+   * Starts the slots and resolves at once; `stop()` ends them. The control connection is opened
+   * first, so that a bad connection string rejects here.
+   */
+  async start(): Promise<this> {
     if (this.started) throw new Error('pg_wf: the worker was started already');
     if (this.queues.size === 0) throw new Error('pg_wf: no handlers registered');
     this.started = true;
+    try {
+      await this.control.get();
+    } catch (err) {
+      this.done.resolve();
+      throw err;
+    }
     const total = [...this.queues.values()].reduce((n, q) => n + (q.given ?? this.concurrency), 0);
     for (const q of this.queues.values()) {
       for (let i = 0; i < (q.given ?? this.concurrency); i++) {
@@ -308,7 +317,7 @@ export class Worker {
       process.on('SIGINT', onSignal);
     }
     try {
-      this.start();
+      await this.start();
       await this.done.promise;
     } finally {
       if (this.handleSignals) {
@@ -416,20 +425,24 @@ export class Worker {
         }
       });
     let status: string | null | undefined;
+    let waited = false;
     try {
       status = await fail();
     } catch (err) {
+      waited = true;
       this.logger.debug(`pg_wf: ${job}: the give-back waits for the handler's transaction (${(err as Error).message})`);
     }
     await this.endSession(slot);
-    if (status === undefined) {
+    if (waited) {
       try {
         status = await fail();
       } catch (err) {
         this.logger.error(`pg_wf: ${job}: could not give it back (${(err as Error).message}); the server recovers it, its session is ended`);
       }
     }
-    if (status === null) this.logger.warn(`pg_wf: ${job}: still running at shutdown, but no longer this worker's`);
+    if (status === null && waited) {
+      this.logger.warn(`pg_wf: ${job}: still running at shutdown in a transaction; its session was ended and the server recovered the job`);
+    } else if (status === null) this.logger.warn(`pg_wf: ${job}: still running at shutdown, but no longer this worker's`);
     else if (status !== undefined) this.logger.warn(`pg_wf: ${job}: still running at shutdown, given back (wf_fail -> ${status})`);
     this.running.delete(r);
     r.settled.resolve();

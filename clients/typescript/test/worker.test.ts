@@ -28,7 +28,7 @@ after(() => pool.end());
 
 /** Starts the worker, runs `body`, and always stops it. */
 async function withWorker(worker: Worker, body: () => Promise<void>): Promise<void> {
-  worker.start();
+  await worker.start();
   try {
     await body();
   } finally {
@@ -591,7 +591,7 @@ describe('worker', () => {
       await timer;
       return { slept: job.payload.ms };
     });
-    worker.start();
+    await worker.start();
     const quick = await enqueue(pool, queue, { ms: 600 });
     const slow = await enqueue(pool, queue, { ms: 30_000 });
     await waitStatus(queue, quick, 'running');
@@ -612,6 +612,42 @@ describe('worker', () => {
       `pg_wf ${worker.name}%`,
     ]);
     assert.equal(n, 0, 'every connection of the worker is closed');
+  });
+
+  test('a job whose handler holds a transaction at shutdown is given back all the same', async () => {
+    const queue = uniqueQueue('stop-in-tx');
+    const worker = testWorker();
+    worker.register(queue, async (job) => {
+      await job.transaction(async (tx) => {
+        await job.checkpoint('inside', () => 'a checkpoint in the transaction');
+        await tx.query('SELECT pg_sleep(60)'); // busy in the server, holding its locks
+      });
+    });
+    await worker.start();
+    const id = await enqueue(pool, queue, {});
+    await eventually(async () => {
+      const rows = await q(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query LIKE '%pg_sleep%'`, [
+        `pg_wf ${worker.name}`,
+      ]);
+      return rows.length > 0;
+    }, 'the handler in its transaction');
+    const started = Date.now();
+    await worker.stop({ timeout: 200 });
+    assert.ok(Date.now() - started < 8000, `stopped in ${Date.now() - started} ms`);
+    const row = await jobRow(queue, id);
+    assert.equal(row.status, 'pending');
+    assert.match(row.last_error, /given back|lost/);
+    const [{ n }] = await q(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1`, [
+      `pg_wf ${worker.name}%`,
+    ]);
+    assert.equal(n, 0, 'the handler\'s session was ended');
+  });
+
+  test('start rejects a connection that does not work', async () => {
+    const worker = testWorker({ connection: 'postgresql://nobody@127.0.0.1:1/nowhere' });
+    worker.register('never', () => null);
+    await assert.rejects(worker.start(), /ECONNREFUSED|connect/);
+    await worker.stopped;
   });
 
   test('logging goes through the injected logger, quiet by default', async () => {
