@@ -226,6 +226,11 @@ export class Worker {
             this.done.resolve();
             throw err;
         }
+        if (this.stopSignal.signal.aborted) {
+            // stopped while connecting
+            await this.control.close();
+            return this;
+        }
         const total = [...this.queues.values()].reduce((n, q) => n + (q.given ?? this.concurrency), 0);
         for (const q of this.queues.values()) {
             for (let i = 0; i < (q.given ?? this.concurrency); i++) {
@@ -277,12 +282,13 @@ export class Worker {
             this.force.resolve();
         }
         if (!this.started) {
+            // never started: nothing to stop, and it cannot start any more
             this.started = true;
             this.done.resolve();
+            this.stopping = this.done.promise;
         }
-        if (!this.stopping) {
-            this.stopping = this.slots.length === 0 ? this.done.promise : this.shutdown(options.timeout ?? this.shutdownTimeout);
-        }
+        if (!this.stopping)
+            this.stopping = this.shutdown(options.timeout ?? this.shutdownTimeout);
         return this.stopping;
     }
     async shutdown(timeout) {
