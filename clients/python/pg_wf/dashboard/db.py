@@ -17,7 +17,6 @@ from typing import Any, Iterator
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
 log = logging.getLogger("pg_wf.dashboard")
 
@@ -84,6 +83,8 @@ class Store:
         self._schema_lock = threading.Lock()
         self._schema: dict[str, Any] | None = None
         self._schema_at = 0.0
+        self._cache: dict[str, tuple[float, Any]] = {}
+        self._cache_lock = threading.Lock()
 
     # -- plumbing ---------------------------------------------------------
 
@@ -97,9 +98,25 @@ class Store:
                     raise
                 log.info("connection lost, reading again on a new one")
 
+    def _cached(self, key: str, ttl: float, fn):
+        """fn's answer, shared for ttl seconds by every page that polls
+        (wf.queue_stats and the charts read every job of the visible queues)."""
+        with self._cache_lock:
+            hit = self._cache.get(key)
+            if hit and time.monotonic() - hit[0] < ttl:
+                return hit[1]
+        value = fn()
+        with self._cache_lock:
+            self._cache[key] = (time.monotonic(), value)
+        return value
+
     def _act(self, fn):
-        with self.pool.connection() as conn:
-            return fn(conn)
+        try:
+            with self.pool.connection() as conn:
+                return fn(conn)
+        finally:
+            with self._cache_lock:
+                self._cache.clear()  # what an action changed shows at the next poll
 
     def schema(self) -> dict[str, Any]:
         """What this server's pg_wf offers (checked once a minute): the
@@ -150,10 +167,14 @@ class Store:
             metrics = {}
             if has_metrics:
                 metrics = {r["queue"]: r for r in conn.execute("SELECT * FROM wf.metrics").fetchall()}
-            # Jobs finished per minute over the last hour, from wf.jobs.
             now_row = conn.execute(
                 "SELECT now() AS now, extract(epoch FROM date_trunc('minute', now()))::bigint AS minute"
             ).fetchone()
+            return {"now": now_row["now"], "minute": now_row["minute"], "queues": stats,
+                    "metrics": metrics, "has_metrics": has_metrics}
+
+        def chart(conn):
+            # Jobs finished per minute over the last hour, from wf.jobs.
             buckets = conn.execute(
                 "SELECT queue, extract(epoch FROM date_trunc('minute', finished_at))::bigint AS minute,"
                 "       count(*) FILTER (WHERE status = 'done') AS done,"
@@ -166,10 +187,11 @@ class Store:
             for b in buckets:
                 series.setdefault(b["queue"], []).append(
                     [b["minute"], b["done"], b["failed"], b["cancelled"]])
-            return {"now": now_row["now"], "minute": now_row["minute"], "queues": stats,
-                    "metrics": metrics, "series": series, "has_metrics": has_metrics}
+            return series
 
-        return self._read(q)
+        out = dict(self._cached("queues", 2, lambda: self._read(q)))
+        out["series"] = self._cached("series", 10, lambda: self._read(chart))
+        return out
 
     @staticmethod
     def _job_filter(f: dict[str, Any]) -> tuple[sql.Composable, dict[str, Any]]:
@@ -365,6 +387,3 @@ class BadRequest(Exception):
 class NotFound(Exception):
     pass
 
-
-def json_param(v):
-    return Jsonb(v)
