@@ -221,6 +221,19 @@
     if (document.hidden) setLive('idle', 'paused while the page is hidden'); else refreshNow();
   });
 
+  // Whether a poll's answer needs drawing: not while the reader selects text
+  // in the page, and not when nothing changed (but at least every 15 s, for
+  // the relative times).
+  function shouldRender(state, data) {
+    const sel = window.getSelection();
+    if (sel && !sel.isCollapsed && viewEl.contains(sel.anchorNode)) return false;
+    const key = JSON.stringify(data, (k, v) => (k === 'now' ? undefined : v));
+    const now = Date.now();
+    if (key === state.key && now - state.at < 15000) return false;
+    Object.assign(state, { key, at: now });
+    return true;
+  }
+
   // ---------------------------------------------------------------- charts
 
   // Bars of one value per minute over the last hour (60 buckets).
@@ -270,9 +283,10 @@
       h('p', { class: 'footnote' }, 'Charts: jobs that finished in each of the last 60 minutes (wf.jobs.finished_at). ',
         '“Since start”: counters of wf.metrics since the server started.'));
     const view = { el };
+    const rs = {};
     view.refresh = async () => {
       const d = await api('/api/queues');
-      render(d);
+      if (shouldRender(rs, d)) render(d);
     };
     function render(d) {
       const totals = {};
@@ -362,7 +376,7 @@
     const pager = h('div', { class: 'pager' });
     const detail = h('aside', { class: 'detail', id: 'job-detail' });
     add(el, h('h1', {}, 'Jobs'), form, bulk, h('div', { class: 'split' }, h('div', { class: 'list' }, table, pager), detail));
-    let last = null, confirming = null, lastDetail = null;
+    let last = null, confirming = null;
 
     form.addEventListener('submit', ev => { ev.preventDefault(); applyFilters(); });
     queueSel.addEventListener('change', applyFilters);
@@ -380,21 +394,27 @@
 
     const view = { el };
     view.update = p => { params = Object.assign({}, p); confirming = null; syncForm(); };
+    const rs = {};
     view.refresh = async () => {
       const d = await api('/api/jobs', { queue: params.queue, status: params.status, q: params.q, workflow: params.workflow, offset: params.offset, limit: 50 });
+      let one = null, oneError = null;
+      if (params.job) {
+        const i = params.job.indexOf(':');
+        try {
+          one = await api('/api/job', { queue: params.job.slice(0, i), id: params.job.slice(i + 1) });
+        } catch (e) {
+          oneError = e.message;
+        }
+      }
+      if (!shouldRender(rs, [d, one, oneError, params, confirming])) return;
       last = d;
       renderQueues(d.queues);
       renderBulk(d);
       renderTable(d);
       if (params.job) {
-        const i = params.job.indexOf(':');
-        const queue = params.job.slice(0, i), id = params.job.slice(i + 1);
-        try {
-          lastDetail = await api('/api/job', { queue, id });
-          renderDetail(lastDetail.job);
-        } catch (e) {
-          add(clear(detail), h('p', { class: 'error', text: e.message }));
-        }
+        const top = detail.scrollTop;
+        if (one) renderDetail(one.job); else add(clear(detail), h('p', { class: 'error', text: oneError }));
+        detail.scrollTop = top;
       } else {
         add(clear(detail), h('p', { class: 'muted', text: 'Select a job to see its payload, result, attempts and timings.' }));
       }
@@ -424,7 +444,7 @@
       const canCancel = !['done', 'cancelled'].includes(params.status || '');
       if (confirming) {
         const what = confirming === 'retry' ? 'Retry the failed and cancelled jobs' : 'Cancel the unfinished and failed jobs';
-        add(bulk, h('span', { class: 'confirm' }, `${what} among these ${n}? `,
+        add(bulk, h('span', { class: 'confirm' }, `${what} among these ${n}${d.total_capped ? ' (10,000 at most per click)' : ''}? `,
           h('button', { class: 'btn danger', id: 'bulk-confirm', 'data-action': 'bulk-confirm', onclick: async ev => {
             const action = confirming; confirming = null;
             await act(ev.currentTarget, '/api/jobs/bulk', { action, queue: params.queue || null, status: params.status || null, q: params.q || null, workflow: params.workflow || null });
@@ -534,9 +554,11 @@
     function sync() { statusSel.value = params.status || ''; if (document.activeElement !== textIn) textIn.value = params.q || ''; kids.checked = !!params.children; }
     sync();
     const view = { el };
+    const rs = {};
     view.update = p => { params = Object.assign({}, p); sync(); };
     view.refresh = async () => {
       const d = await api('/api/workflows', params);
+      if (!shouldRender(rs, [d, params])) return;
       clear(table);
       add(table, h('thead', {}, h('tr', {}, ['Workflow', 'Status', 'Progress', 'Steps', 'Started', 'Duration', 'Key', 'Parent'].map(t => h('th', { text: t })))));
       const tb = h('tbody');
@@ -759,6 +781,7 @@
     add(el, h('div', { class: 'crumbs' }, h('a', { href: '#/workflows', text: '← workflows' })), head, legend(), graph, stepBox, kidsBox, h('h2', { text: 'Steps' }), table);
     let selected = r.params.step ? Number(r.params.step) : null;
     let lastData = null;
+    const rs = {};
     const onStep = st => { selected = st.id; render(lastData); };
     const onChild = cid => {
       const target = document.querySelector(`.childwf[data-workflow-id="${cid}"]`);
@@ -768,6 +791,7 @@
     const view = { el };
     view.refresh = async () => {
       const d = await api('/api/workflow', { id });
+      if (!shouldRender(rs, d)) return;
       lastData = d;
       render(d);
     };
@@ -837,11 +861,13 @@
 
   function schedulesView() {
     const el = h('section', { class: 'view schedules' });
+    const rs = {};
     const table = h('table', { class: 'grid', id: 'schedules-table' });
     add(el, h('h1', {}, 'Schedules'), table, h('p', { class: 'footnote', text: 'Times are UTC; a schedule enqueues one job per tick into its queue. A disabled schedule skips its ticks; enabled again, it runs from its next tick (no catching up).' }));
     const view = { el };
     view.refresh = async () => {
       const d = await api('/api/schedules');
+      if (!shouldRender(rs, d)) return;
       clear(table);
       add(table, h('thead', {}, h('tr', {}, ['Schedule', 'Cron', 'Queue', 'Next run', 'Last run', 'Last job', 'Payload', 'State', ''].map(t => h('th', { text: t })))));
       const tb = h('tbody');
