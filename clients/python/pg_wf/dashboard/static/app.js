@@ -624,14 +624,37 @@
       for (let c = 1; c < cols.length; c++) { cols[c].sort((a, b) => bary(a, preds) - bary(b, preds) || a._i - b._i); setPos(); }
       for (let c = cols.length - 2; c >= 0; c--) { cols[c].sort((a, b) => bary(a, succs) - bary(b, succs) || a._i - b._i); setPos(); }
     }
-    const rows = Math.max(1, ...cols.map(c => c.length));
-    const height = PAD * 2 + rows * NODE_H + (rows - 1) * ROW_GAP;
+    // Rows: each step as close as it can be to the mean height of its
+    // neighbours (predecessors, or successors for a root), in its column's
+    // order, without overlaps: blocks of touching steps are centred on the
+    // mean of what their members want (least squares).
+    const step = NODE_H + ROW_GAP;
+    const y = new Map();
+    cols.forEach(c => c.forEach((st, i) => y.set(st, i * step)));
+    const mean = l => l.reduce((a, x) => a + y.get(x), 0) / l.length;
+    const place = (c, want) => {
+      const blocks = [];
+      c.forEach((st, i) => {
+        blocks.push({ start: i, count: 1, sum: want(st) });
+        while (blocks.length > 1) {
+          const a = blocks[blocks.length - 2], b = blocks[blocks.length - 1];
+          if (a.sum / a.count + a.count * step <= b.sum / b.count) break;
+          a.sum += b.sum - b.count * a.count * step;
+          a.count += b.count;
+          blocks.pop();
+        }
+      });
+      for (const b of blocks) for (let k = 0; k < b.count; k++) y.set(c[b.start + k], b.sum / b.count + k * step);
+    };
+    const byPreds = st => (preds.get(st).length ? mean(preds.get(st)) : y.get(st));
+    const rootsBySuccs = st => (!preds.get(st).length && succs.get(st).length ? mean(succs.get(st)) : y.get(st));
+    for (let c = 1; c < cols.length; c++) place(cols[c], byPreds);
+    for (let c = cols.length - 2; c >= 0; c--) place(cols[c], rootsBySuccs);
+    for (let c = 1; c < cols.length; c++) place(cols[c], byPreds);
+    const top = Math.min(...Array.from(y.values()));
     const xy = new Map();
-    cols.forEach((c, ci) => {
-      const colH = c.length * NODE_H + (c.length - 1) * ROW_GAP;
-      const y0 = (height - colH) / 2; // centre each column
-      c.forEach((st, ri) => xy.set(st, { x: PAD + ci * (NODE_W + COL_GAP), y: y0 + ri * (NODE_H + ROW_GAP) }));
-    });
+    cols.forEach((c, ci) => c.forEach(st => xy.set(st, { x: PAD + ci * (NODE_W + COL_GAP), y: PAD + y.get(st) - top })));
+    const height = PAD * 2 + NODE_H + Math.max(...Array.from(y.values())) - top;
     const width = PAD * 2 + cols.length * NODE_W + Math.max(0, cols.length - 1) * COL_GAP;
     return { preds, succs, xy, width, height };
   }
