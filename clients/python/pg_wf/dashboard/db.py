@@ -8,6 +8,7 @@ functions check them (42501), so the dashboard can run as any role.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import queue as queue_mod
 import threading
@@ -164,6 +165,8 @@ class Store:
             for r in stats:
                 age = r.get("oldest_ready_age")
                 r["oldest_ready_age_seconds"] = age.total_seconds() if age is not None else None
+                # which columns are intervals (they go out as seconds): the page prints them as times
+                r["_intervals"] = [k for k, v in r.items() if isinstance(v, datetime.timedelta)]
             metrics = {}
             if has_metrics:
                 metrics = {r["queue"]: r for r in conn.execute("SELECT * FROM wf.metrics").fetchall()}

@@ -336,9 +336,12 @@
       const paused = q.paused;
       if (paused === true) add(settings, h('span', { class: 'pill paused', text: 'paused' }));
       else if (paused === false) add(settings, h('span', { class: 'pill running', text: 'active' }));
+      // (columns a later pg_wf may add to wf.queue_stats: paused, max_running, rate_limit, …)
+      const intervals = new Set(q._intervals || []);
       for (const [k, v] of Object.entries(q)) {
-        if (COUNT_COLUMNS.has(k) || k === 'paused' || v === null || v === false || v === '') continue;
-        add(settings, h('div', {}, h('span', { class: 'k', text: k.replace(/_/g, ' ') }), typeof v === 'number' && /seconds|age/.test(k) ? fmtDur(v) : String(v)));
+        if (COUNT_COLUMNS.has(k) || k === 'paused' || k === '_intervals' || v === null || v === false || v === '') continue;
+        const label = h('span', { class: 'k', text: k.replace(/_/g, ' ') });
+        add(settings, h('div', { 'data-setting': k }, v === true ? h('span', { text: k.replace(/_/g, ' ') }) : [label, intervals.has(k) ? fmtDur(v) : String(v)]));
       }
       if (!settings.childNodes.length) {
         add(settings, 'paused' in q ? h('span', { class: 'muted', text: 'defaults' })

@@ -134,7 +134,10 @@ class Browser:
                 "--disable-features=Translate,MediaRouter,OptimizationHints",
                 f"--window-size={width},{height}", "about:blank"]
         self.log = open(os.path.join(self.profile, "chromium.log"), "wb")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        env = dict(os.environ)
+        env.setdefault("HOME", self.profile)  # CI may run without one
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env=env, stdin=subprocess.DEVNULL)
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         deadline = time.monotonic() + 30
         while not (os.path.exists(port_file) and len(open(port_file).read().split("\n")) >= 2):

@@ -256,6 +256,10 @@ def teardown():
             d.kill()
     if getattr(C, "seed", None):
         C.seed["conn"].close()
+        try:  # the seeded schedules would go on firing into dash.emails
+            C.su.execute("SELECT wf_unschedule('dash-nightly'), wf_unschedule('dash-hourly')")
+        except psycopg.Error:
+            pass
     if getattr(C, "su", None):
         C.su.close()
 
@@ -517,6 +521,10 @@ def _():
     C.browser.click('button[data-action="pause"][data-queue="dash.emails"]')
     assert "paused" in banner("ok")
     assert paused() is True
+    row = 'document.querySelector(\'tr[data-queue="dash.emails"]\')'
+    if js(f"{row}.dataset.paused !== undefined"):  # a wf.queue_stats that shows `paused`
+        wait(f"{row}.dataset.paused === 'true' && !!{row}.querySelector('button[data-action=resume]')"
+             f" && !{row}.querySelector('button[data-action=pause]')", what="the row showing paused")
     n = db1("SELECT count(*) FROM wf_claim('dash.emails', max_jobs => 5)")
     assert n == 0, f"a paused queue handed out {n} jobs"
     dismiss_banner()
