@@ -28,13 +28,13 @@ BASE_OBJS    = src/pg/base/guard.o src/pg/base/spi.o src/pg/base/args.o
 RUNTIME_OBJS = src/pg/runtime/extension.o src/pg/runtime/attachments.o src/pg/runtime/run_as.o \
                src/pg/runtime/shared_memory.o \
                src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o \
-               src/pg/runtime/rate_windows.o
+               src/pg/runtime/rate_windows.o src/pg/runtime/metrics.o
 JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o \
                src/pg/jobs/flow_control.o src/pg/jobs/children.o
 API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/pg/api/operate.o \
                src/pg/api/steps.o src/pg/api/workflow.o src/pg/api/schedule.o \
                src/pg/api/queue_settings.o src/pg/api/rights.o src/pg/api/results.o \
-               src/pg/api/waiting.o
+               src/pg/api/waiting.o src/pg/api/metrics.o
 WORKER_OBJS  = src/pg/worker/worker.o src/pg/worker/reaper.o src/pg/worker/retention.o
 PG_OBJS   = $(BASE_OBJS) $(RUNTIME_OBJS) $(JOBS_OBJS) $(API_OBJS) $(WORKER_OBJS) src/pg/module.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)

@@ -5,7 +5,10 @@
 -- (wf.version_stats shows what each version has left); a running attempt
 -- reports its progress (wf_progress); callers wait for a job's or a
 -- workflow's result (wf_wait_job, wf_wait_workflow); wf_signal_with_start
--- keeps one active workflow per key. ALTER EXTENSION pg_wf UPDATE runs this
+-- keeps one active workflow per key. For operators: wf_retry_where and
+-- wf_cancel_where act on the matching jobs of a queue, wf_enable_schedule
+-- stops and restarts a schedule, and wf.metrics counts what happened per
+-- queue since the server started. ALTER EXTENSION pg_wf UPDATE runs this
 -- on an existing 1.5; a fresh CREATE EXTENSION runs pg_wf--1.6.sql.
 \echo Use "ALTER EXTENSION pg_wf UPDATE" to load this file. \quit
 
@@ -24,6 +27,8 @@ CREATE INDEX ready_version_order ON wf.ready (queue, version, priority DESC, run
 ALTER TABLE wf.claim ADD COLUMN progress jsonb;
 
 ALTER TABLE wf.workflow ADD COLUMN key text, ADD COLUMN child_of bigint;
+
+ALTER TABLE wf.schedule ADD COLUMN enabled boolean NOT NULL DEFAULT true;
 
 CREATE TABLE wf.workflow_key (
     key         text PRIMARY KEY,
@@ -110,6 +115,24 @@ SELECT queue, version,
  GROUP BY queue, version;
 ALTER VIEW wf.version_stats OWNER TO wf_owner;
 GRANT SELECT ON wf.version_stats TO PUBLIC;
+
+CREATE OR REPLACE VIEW wf.schedules WITH (security_barrier) AS
+SELECT name, cron, queue, payload, next_run_at AS next_run, last_run_at AS last_run,
+       last_job_id, created_at, updated_at, enabled
+  FROM wf.schedule
+ WHERE wf._visible(queue);
+
+CREATE FUNCTION wf._metrics()
+RETURNS TABLE (queue text, enqueued bigint, claimed bigint, completed bigint, failed bigint,
+               retried bigint, recovered bigint, cancelled bigint, claim_waits bigint,
+               claim_wait_seconds double precision)
+AS 'MODULE_PATHNAME', 'wf_metrics' LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION wf._metrics() OWNER TO wf_owner;
+CREATE VIEW wf.metrics WITH (security_barrier) AS
+SELECT m.* FROM wf._metrics() m WHERE wf._visible(m.queue);
+ALTER VIEW wf.metrics OWNER TO wf_owner;
+GRANT SELECT ON wf.metrics TO PUBLIC;
 
 -- Four functions take new arguments. The roles that could run the old
 -- ones (wf_grant gave them EXECUTE) can run the new ones.
@@ -218,6 +241,30 @@ RETURNS uuid AS 'MODULE_PATHNAME', 'wf_signal_with_start' LANGUAGE C VOLATILE
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 
+CREATE FUNCTION wf_retry_where(queue text, ids bigint[] DEFAULT NULL,
+                               error_contains text DEFAULT NULL, max_jobs int DEFAULT 1000)
+RETURNS int AS 'MODULE_PATHNAME', 'wf_retry_where' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION wf_cancel_where(queue text, ids bigint[] DEFAULT NULL,
+                                error_contains text DEFAULT NULL, statuses text[] DEFAULT NULL,
+                                max_jobs int DEFAULT 1000)
+RETURNS int AS 'MODULE_PATHNAME', 'wf_cancel_where' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION wf_enable_schedule(name text, enabled boolean)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_enable_schedule' LANGUAGE C VOLATILE
+SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+ALTER FUNCTION wf_retry_where(text, bigint[], text, int) OWNER TO wf_owner;
+ALTER FUNCTION wf_cancel_where(text, bigint[], text, text[], int) OWNER TO wf_owner;
+ALTER FUNCTION wf_enable_schedule(text, boolean) OWNER TO wf_owner;
+REVOKE EXECUTE ON FUNCTION wf_retry_where(text, bigint[], text, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_cancel_where(text, bigint[], text, text[], int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_enable_schedule(text, boolean) FROM PUBLIC;
 ALTER FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz, text) OWNER TO wf_owner;
 ALTER FUNCTION wf_claim(text, text, int, interval, interval, text[]) OWNER TO wf_owner;
 ALTER FUNCTION wf_complete_and_claim(text, bigint, int, jsonb, text, int, interval, text[]) OWNER TO wf_owner;
@@ -276,14 +323,19 @@ BEGIN
                                'wf_complete_with_steps(text, bigint, int, jsonb, jsonb)',
                                'wf_progress(text, bigint, int, jsonb)']
         WHEN 'operate' THEN ARRAY['wf_wait_job(text, bigint, interval)',
-                                  'wf_wait_workflow(uuid, interval)']
+                                  'wf_wait_workflow(uuid, interval)',
+                                  'wf_retry_where(text, bigint[], text, int)',
+                                  'wf_cancel_where(text, bigint[], text, text[], int)']
         WHEN 'administer' THEN ARRAY['wf_signal_with_start(jsonb, text, jsonb)',
                                      'wf_wait_job(text, bigint, interval)',
                                      'wf_wait_workflow(uuid, interval)',
                                      'wf_start_child(text, bigint, int, text, jsonb)',
                                      'wf_await_children(text, bigint, int, interval)',
                                      'wf_complete_with_steps(text, bigint, int, jsonb, jsonb)',
-                                     'wf_progress(text, bigint, int, jsonb)']
+                                     'wf_progress(text, bigint, int, jsonb)',
+                                     'wf_retry_where(text, bigint[], text, int)',
+                                     'wf_cancel_where(text, bigint[], text, text[], int)',
+                                     'wf_enable_schedule(text, boolean)']
         ELSE ARRAY[]::text[]
       END LOOP
       EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', f, g.grantee);
@@ -308,4 +360,7 @@ UPDATE pg_catalog.pg_init_privs
                   'wf_progress(text, bigint, int, jsonb)'::pg_catalog.regprocedure,
                   'wf_wait_job(text, bigint, interval)'::pg_catalog.regprocedure,
                   'wf_wait_workflow(uuid, interval)'::pg_catalog.regprocedure,
-                  'wf_signal_with_start(jsonb, text, jsonb)'::pg_catalog.regprocedure);
+                  'wf_signal_with_start(jsonb, text, jsonb)'::pg_catalog.regprocedure,
+                  'wf_retry_where(text, bigint[], text, int)'::pg_catalog.regprocedure,
+                  'wf_cancel_where(text, bigint[], text, text[], int)'::pg_catalog.regprocedure,
+                  'wf_enable_schedule(text, boolean)'::pg_catalog.regprocedure);

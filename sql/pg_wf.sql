@@ -329,7 +329,8 @@ CREATE TABLE wf.schedule (
     last_job_id bigint,
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now(),
-    owner       regrole     NOT NULL  -- who scheduled it: it fires with that role's rights
+    owner       regrole     NOT NULL, -- who scheduled it: it fires with that role's rights
+    enabled     boolean     NOT NULL DEFAULT true  -- 1.6: wf_enable_schedule
 );
 CREATE INDEX schedule_due ON wf.schedule (next_run_at);
 
@@ -531,9 +532,22 @@ SELECT queue, version,
          WHERE j.status IN ('blocked', 'pending', 'waiting') AND wf._visible(j.queue)) AS v
  GROUP BY queue, version;
 
+-- Counters per queue since the server started (pg_wf's shared memory, like
+-- pg_stat_*; src/pg/runtime/metrics.hpp), of this database, for the queues
+-- the reader may see. NULL-free: a queue appears once something happened in
+-- it. claim_wait_seconds: the time claims with `wait` spent waiting.
+CREATE FUNCTION wf._metrics()
+RETURNS TABLE (queue text, enqueued bigint, claimed bigint, completed bigint, failed bigint,
+               retried bigint, recovered bigint, cancelled bigint, claim_waits bigint,
+               claim_wait_seconds double precision)
+AS 'MODULE_PATHNAME', 'wf_metrics' LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+CREATE VIEW wf.metrics WITH (security_barrier) AS
+SELECT m.* FROM wf._metrics() m WHERE wf._visible(m.queue);
+
 CREATE VIEW wf.schedules WITH (security_barrier) AS
 SELECT name, cron, queue, payload, next_run_at AS next_run, last_run_at AS last_run,
-       last_job_id, created_at, updated_at
+       last_job_id, created_at, updated_at, enabled
   FROM wf.schedule
  WHERE wf._visible(queue);
 
@@ -790,6 +804,25 @@ RETURNS uuid AS 'MODULE_PATHNAME', 'wf_signal_with_start' LANGUAGE C VOLATILE
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 
+-- Operator actions on many jobs at once (1.6): the failed or cancelled jobs
+-- of a queue that match (ids, if given; last_error containing the text,
+-- case-insensitive, if given) are retried, at most max_jobs; returns how
+-- many. The same checks as wf_retry, job by job.
+CREATE FUNCTION wf_retry_where(queue text, ids bigint[] DEFAULT NULL,
+                               error_contains text DEFAULT NULL, max_jobs int DEFAULT 1000)
+RETURNS int AS 'MODULE_PATHNAME', 'wf_retry_where' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+-- Cancels the matching jobs of a queue (blocked, pending, waiting, failed;
+-- running ones are flagged), as wf_cancel does; statuses narrows them.
+CREATE FUNCTION wf_cancel_where(queue text, ids bigint[] DEFAULT NULL,
+                                error_contains text DEFAULT NULL, statuses text[] DEFAULT NULL,
+                                max_jobs int DEFAULT 1000)
+RETURNS int AS 'MODULE_PATHNAME', 'wf_cancel_where' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
 -- Cron schedules.
 
 -- Creates or replaces a cron schedule; returns its next run.
@@ -800,6 +833,13 @@ SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION wf_unschedule(name text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'wf_unschedule' LANGUAGE C VOLATILE
+SET jit = off
+SET search_path = pg_catalog, pg_temp;
+
+-- Stops a schedule firing, or lets it fire again from its next tick after
+-- now (no catching up); false if there is no such schedule.
+CREATE FUNCTION wf_enable_schedule(name text, enabled boolean)
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_enable_schedule' LANGUAGE C VOLATILE
 SET jit = off
 SET search_path = pg_catalog, pg_temp;
 
@@ -850,13 +890,15 @@ ALTER VIEW wf.schedules OWNER TO wf_owner;
 ALTER VIEW wf.grants OWNER TO wf_owner;
 ALTER VIEW wf.key_stats OWNER TO wf_owner;
 ALTER VIEW wf.version_stats OWNER TO wf_owner;
+ALTER VIEW wf.metrics OWNER TO wf_owner;
 GRANT USAGE ON SCHEMA wf TO PUBLIC;
 GRANT SELECT ON wf.jobs, wf.job_states, wf.queue_stats, wf.key_stats, wf.workflows, wf.schedules, wf.grants
    TO PUBLIC;
-GRANT SELECT ON wf.version_stats TO PUBLIC;
+GRANT SELECT ON wf.version_stats, wf.metrics TO PUBLIC;
 ALTER FUNCTION wf._visible(text) OWNER TO wf_owner;
 ALTER FUNCTION wf._administers(text) OWNER TO wf_owner;
 ALTER FUNCTION wf._rate_left(text, text, int, interval) OWNER TO wf_owner;
+ALTER FUNCTION wf._metrics() OWNER TO wf_owner;
 ALTER FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz, text) OWNER TO wf_owner;
 ALTER FUNCTION wf_enqueue_batch(text, jsonb, text[]) OWNER TO wf_owner;
 ALTER FUNCTION wf_claim(text, text, int, interval, interval, text[]) OWNER TO wf_owner;
@@ -888,6 +930,9 @@ ALTER FUNCTION wf_progress(text, bigint, int, jsonb) OWNER TO wf_owner;
 ALTER FUNCTION wf_wait_job(text, bigint, interval) OWNER TO wf_owner;
 ALTER FUNCTION wf_wait_workflow(uuid, interval) OWNER TO wf_owner;
 ALTER FUNCTION wf_signal_with_start(jsonb, text, jsonb) OWNER TO wf_owner;
+ALTER FUNCTION wf_retry_where(text, bigint[], text, int) OWNER TO wf_owner;
+ALTER FUNCTION wf_cancel_where(text, bigint[], text, text[], int) OWNER TO wf_owner;
+ALTER FUNCTION wf_enable_schedule(text, boolean) OWNER TO wf_owner;
 REVOKE EXECUTE ON FUNCTION wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_enqueue_batch(text, jsonb, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_claim(text, text, int, interval, interval, text[]) FROM PUBLIC;
@@ -919,6 +964,9 @@ REVOKE EXECUTE ON FUNCTION wf_progress(text, bigint, int, jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_wait_job(text, bigint, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_wait_workflow(uuid, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_signal_with_start(jsonb, text, jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_retry_where(text, bigint[], text, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_cancel_where(text, bigint[], text, text[], int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf_enable_schedule(text, boolean) FROM PUBLIC;
 
 
 -- Nothing attaches to pg_wf's tables: no trigger, rule or row security

@@ -1,6 +1,7 @@
 // Loading the library: settings, shared memory, the launcher.
 #include "pg/base/args.hpp"
 #include "pg/api/queue_settings.hpp"
+#include "pg/runtime/metrics.hpp"
 #include "pg/runtime/rate_windows.hpp"
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
@@ -83,8 +84,15 @@ void _PG_init(void) {
             "without a claim is reused; when all are in use, a claim that needs a new one "
             "takes nothing until one is free.",
             &rate_limit_slots, 1024, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    if (process_shared_preload_libraries_in_progress)
+        DefineCustomIntVariable(
+            "wf.metrics_slots", "Queues (of all databases) whose counters wf.metrics keeps.",
+            "Each takes about 220 bytes of shared memory; the counts of queues beyond it "
+            "are not kept.",
+            &metrics_slots, 1024, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     MarkGUCPrefixReserved("wf");
     register_wakeup_callback();
+    register_metrics_callback();
 
     if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade) return;
     request_shared_memory();

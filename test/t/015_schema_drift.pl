@@ -431,7 +431,7 @@ my @changes = (
 	[ 'an index predicate', 'DROP INDEX wf.event_wait_timeout; CREATE INDEX event_wait_timeout ON wf.event_wait (timeout_at)',
 		qr/^index wf\.event_wait_timeout$/ ],
 	[ 'a view', 'CREATE OR REPLACE VIEW wf.schedules AS SELECT name, cron, queue, payload,'
-		  . ' next_run_at AS next_run, last_run_at AS last_run, last_job_id, created_at, updated_at'
+		  . ' next_run_at AS next_run, last_run_at AS last_run, last_job_id, created_at, updated_at, enabled'
 		  . ' FROM wf.schedule WHERE next_run_at IS NOT NULL',
 		qr/^view wf\.schedules$/ ],
 	[ 'a sequence', 'ALTER SEQUENCE wf.job_id_seq CACHE 10', qr/^sequence wf\.job_id_seq$/ ],

@@ -5,6 +5,7 @@
 #include "core/validation.hpp"
 #include "pg/api/frame.hpp"
 #include "pg/api/queue_settings.hpp"
+#include "pg/runtime/metrics.hpp"
 #include "pg/runtime/ownership.hpp"
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
@@ -202,7 +203,8 @@ WF_SQL_FUNCTION(wf_claim) {
     with_job_tables([&] {
         require_right(Capability::work, queue);
         std::optional<WaitRegistration> registration;
-        TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(wait_seconds * 1e6);
+        TimestampTz started = GetCurrentTimestamp();
+        TimestampTz deadline = started + static_cast<int64>(wait_seconds * 1e6);
         if (wait_seconds > 0) {
             // Registered and latch reset before the first claim: a commit after
             // that claim's snapshot sets the latch, so no wake-up is lost.
@@ -234,6 +236,11 @@ WF_SQL_FUNCTION(wf_claim) {
                 AcceptInvalidationMessages();
             });
             jobs = attempt();
+        }
+        if (registration) {
+            count(queue, Metric::claim_waits);
+            count(queue, Metric::claim_wait_micros,
+                  std::max<int64>(0, GetCurrentTimestamp() - started));
         }
         emit(fcinfo, jobs, 0, nullptr, nullptr);
     });

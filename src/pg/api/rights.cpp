@@ -25,13 +25,14 @@ const char* const kFunctions[kCapabilities] = {
     "wf_checkpoint,wf_snooze,wf_await_event,wf_start_child,wf_await_children,"
     "wf_complete_with_steps,wf_progress}",
     "{wf_signal}",
-    "{wf_retry,wf_cancel,wf_cancel_workflow,wf_workflow,wf_wait_job,wf_wait_workflow}",
+    "{wf_retry,wf_cancel,wf_cancel_workflow,wf_workflow,wf_wait_job,wf_wait_workflow,"
+    "wf_retry_where,wf_cancel_where}",
     "{wf_configure_queue,wf_schedule,wf_unschedule,wf_sweep,wf_recover_lost_claims,"
     "wf_grant,wf_revoke,wf_enqueue,wf_enqueue_batch,wf_submit,wf_claim,wf_complete_and_claim,"
     "wf_heartbeat,wf_complete,wf_complete_many,wf_fail,wf_checkpoint,wf_snooze,wf_await_event,"
     "wf_signal,wf_retry,wf_cancel,wf_cancel_workflow,wf_workflow,wf_signal_with_start,"
     "wf_wait_job,wf_wait_workflow,wf_start_child,wf_await_children,wf_complete_with_steps,"
-    "wf_progress}",
+    "wf_progress,wf_retry_where,wf_cancel_where,wf_enable_schedule}",
 };
 
 // Whether role $1 holds $2 (NULL: any capability), or administer, on queue

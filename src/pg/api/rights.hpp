@@ -13,8 +13,8 @@
 //   signal      wf_signal, on event names (a pattern matches event names as
 //               it matches queue names)
 //   operate     wf_retry, wf_cancel, wf_cancel_workflow, wf_workflow, wf_wait_job,
-//               wf_wait_workflow
-//   administer  wf_configure_queue, wf_schedule, wf_unschedule, wf_grant,
+//               wf_wait_workflow, wf_retry_where, wf_cancel_where
+//   administer  wf_configure_queue, wf_schedule, wf_unschedule, wf_enable_schedule, wf_grant,
 //               wf_revoke; on '*': wf_sweep, wf_recover_lost_claims.
 //               Administer implies every other right on the same queues.
 //

@@ -16,6 +16,7 @@
 
 #include "pg/api/frame.hpp"
 #include "pg/api/rights.hpp"
+#include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 namespace wf::pg {
@@ -38,6 +39,17 @@ PreparedStatement lock_schedule(
 
 PreparedStatement delete_schedule("DELETE FROM wf.schedule WHERE name = $1", {TEXTOID});
 
+PreparedStatement read_schedule(
+    "SELECT cron, enabled FROM wf.schedule WHERE name = $1", {TEXTOID});
+
+// Enabled again, it fires from its next tick after now: what it missed
+// while disabled is not caught up.
+PreparedStatement set_schedule_enabled(
+    "UPDATE wf.schedule SET enabled = $2, updated_at = now(),"
+    "       next_run_at = CASE WHEN $2 AND NOT enabled THEN $3 ELSE next_run_at END"
+    " WHERE name = $1",
+    {TEXTOID, BOOLOID, TIMESTAMPTZOID});
+
 // Administer on the queue of schedule `name`, if it exists; whether it does.
 bool require_right_on_schedule(Datum name) {
     Params<1> p;
@@ -52,7 +64,7 @@ bool require_right_on_schedule(Datum name) {
 // commits finds it moved on (the re-check of next_run_at).
 PreparedStatement due_schedules(
     "SELECT name, cron, queue, payload, next_run_at, owner::oid AS owner FROM wf.schedule"
-    " WHERE next_run_at <= $1 ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED",
+    " WHERE next_run_at <= $1 AND enabled ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED",
     {TIMESTAMPTZOID});
 
 PreparedStatement fire_tick(
@@ -173,6 +185,7 @@ int64 fire_due_schedules() {
         if (fire_tick.execute(p.values, p.nulls).int64_at(0, "fired") > 0) {
             fired++;
             note_queue_ready(schedule.queue.data(), schedule.queue.size());
+            count(schedule.queue, Metric::enqueued);
         }
     }
     return fired;
@@ -225,4 +238,32 @@ WF_SQL_FUNCTION(wf_unschedule) {
         return delete_schedule.execute(p.values, p.nulls).size() == 1;
     });
     PG_RETURN_BOOL(removed);
+}
+
+// wf_enable_schedule(name, enabled) -> boolean: whether there is such a
+// schedule.
+WF_SQL_FUNCTION(wf_enable_schedule) {
+    text_arg(fcinfo, 0, "name");
+    bool enabled = bool_arg(fcinfo, 1, "enabled");
+    bool found = with_job_tables([&] {
+        if (!require_right_on_schedule(PG_GETARG_DATUM(0))) return false;
+        Params<3> p;
+        p.set(0, PG_GETARG_DATUM(0));
+        p.set(1, BoolGetDatum(enabled));
+        Rows schedule = read_schedule.execute(p.values, p.nulls);
+        p.set_null(2);
+        if (enabled && !schedule.bool_at(0, "enabled")) {
+            try {
+                core::CronSchedule cron = core::CronSchedule::parse(schedule.text_at(0, "cron"));
+                bool never = true;
+                Datum next = next_run(cron, GetCurrentTimestamp(), &never);
+                if (!never) p.set(2, next);
+            } catch (const core::Error&) {
+                // A row edited by hand: enabled, it stays stopped (next_run NULL).
+            }
+        }
+        set_schedule_enabled.execute(p.values, p.nulls);
+        return true;
+    });
+    PG_RETURN_BOOL(found);
 }

@@ -10,6 +10,7 @@
 #include "core/workflow_spec.hpp"
 #include "pg/api/frame.hpp"
 #include "pg/api/queue_settings.hpp"
+#include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 namespace wf::pg {
@@ -286,6 +287,7 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     p.set(17, datum_array(outer_children, no_nulls, INT4OID));
     p.set(18, datum_array(outer_parents, no_nulls, INT8OID));
     Rows submitted = insert_workflow.execute(p.values, p.nulls);
+    for (const core::StepSpec& step : spec.steps) count(step.queue, Metric::enqueued);
 
     // The id outlives SPI: copied out by value.
     pg_uuid_t workflow_id;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "pg/jobs/job_state.hpp"
+#include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 namespace wf::pg {
@@ -185,6 +186,9 @@ void jobs_ended(const Rows& rows) {
         std::string status = rows.text_at(r, "status");
         if (status != "done" && status != "failed" && status != "cancelled") continue;
         int64 id = rows.int64_at(r, "id");
+        count(rows.text_at(r, "queue"), status == "done"     ? Metric::completed
+                                        : status == "failed" ? Metric::failed
+                                                             : Metric::cancelled);
         note_result_ready(job_result_hash(id));
         if (!rows.is_null(r, "workflow_id")) {
             pg_uuid_t workflow = uuid_of(rows.datum(r, "workflow_id"));

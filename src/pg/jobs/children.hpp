@@ -29,9 +29,9 @@ inline constexpr const char* kChildrenEvent = "wf:children";
 inline constexpr const char* kChildOutcomePrefix = "wf:child:";
 inline constexpr const char* kReservedEventPrefix = "wf:";
 
-// After a statement that ended jobs: `rows` has columns id, status,
+// After a statement that ended jobs: `rows` has columns queue, id, status,
 // workflow_id and child_of (rows whose status is not done, failed or
-// cancelled are ignored).
+// cancelled are ignored). Counts them (metrics.hpp).
 void jobs_ended(const Rows& rows);
 
 // A workflow's outcome: whether every step has ended, its status (done,

@@ -116,7 +116,7 @@ PreparedStatement cancel_descendants(
     "                                  ELSE format('dependency job %s %s', r.id, $2) END"
     "                        FROM wf.job r WHERE r.id = $3)"
     "   FROM below WHERE j.queue = below.queue AND j.id = below.id AND j.status = 'blocked'"
-    " RETURNING j.id, j.status, j.workflow_id, j.child_of",
+    " RETURNING j.queue, j.id, j.status, j.workflow_id, j.child_of",
     {INT8ARRAYOID, TEXTOID, INT8OID});
 
 // Before a retry counts its unfinished dependencies: locked, so that one

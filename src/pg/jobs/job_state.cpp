@@ -9,6 +9,7 @@
 #include "pg/jobs/children.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/ready_set.hpp"
+#include "pg/runtime/metrics.hpp"
 #include "pg/runtime/ownership.hpp"
 #include "pg/runtime/wakeup.hpp"
 
@@ -198,9 +199,9 @@ PreparedStatement complete_one(
     "       finished_at = now(),"
     "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
     "                         ELSE j.last_error END," WF_SQL_END_ATTEMPT
-    " RETURNING j.id, j.attempt, j.status, j.has_dependents, j.workflow_id, j.child_of),"
+    " RETURNING j.queue, j.id, j.attempt, j.status, j.has_dependents, j.workflow_id, j.child_of),"
     WF_SQL_END_CLAIM("finished")
-    " SELECT id, status, has_dependents, workflow_id, child_of FROM finished",
+    " SELECT queue, id, status, has_dependents, workflow_id, child_of FROM finished",
     {TEXTOID, INT8OID, INT4OID, JSONBOID});
 
 // The same for many jobs of one queue, in one statement. Each (id, attempt)
@@ -226,10 +227,10 @@ PreparedStatement complete_one(
     "  FROM input i" \
     " WHERE j.queue = $1 AND j.id = i.id AND j.id = ANY ($2)" /* an estimate of the batch */ \
     "   AND " WF_SQL_ROW_RUNS("j", "i.attempt") \
-    " RETURNING j.id, j.status, j.has_dependents, j.workflow_id, j.child_of)," \
+    " RETURNING j.queue, j.id, j.status, j.has_dependents, j.workflow_id, j.child_of)," \
     " released AS (DELETE FROM wf.claim c" \
     "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))" \
-    " SELECT id, status, has_dependents, workflow_id, child_of FROM finished"
+    " SELECT queue, id, status, has_dependents, workflow_id, child_of FROM finished"
 PreparedStatement complete_many(WF_COMPLETE_MANY_SQL,
                                 {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
 PreparedStatement complete_many_large(WF_COMPLETE_MANY_SQL,
@@ -254,7 +255,7 @@ PreparedStatement record_failure(
     "           j.workflow_id, j.child_of),"
     WF_SQL_END_CLAIM("failed") ","
     WF_SQL_ENTER_READY("failed", WF_SQL_IF_PENDING)
-    " SELECT id, status, workflow_id, child_of FROM failed",
+    " SELECT queue, id, status, workflow_id, child_of FROM failed",
     {TEXTOID, INT8OID, INT4OID, TEXTOID, TEXTOID, FLOAT8OID});
 
 // ------------------------------------------------------------------- park
@@ -453,6 +454,7 @@ PreparedStatement recover_orphans(
 // Wakes claimers of recovered jobs; appends the jobs that ended for good.
 int64 note_recovered(const Rows& rows, std::vector<int64>* finished) {
     note_ready_queues(rows, "status");
+    for (uint64 r = 0; r < rows.size(); r++) count(rows.text_at(r, "queue"), Metric::recovered);
     jobs_ended(rows);
     for (uint64 r = 0; r < rows.size(); r++)
         if (rows.text_at(r, "status") != "pending") finished->push_back(rows.int64_at(r, "id"));
@@ -492,7 +494,7 @@ PreparedStatement cancel_statement(
         " ELSE 'cancelled' END")
     " WHERE j.queue = $1 AND j.id = $2"
     "   AND j.status IN ('blocked', 'pending', 'waiting', 'failed') AND NOT j.cancel_requested"
-    " RETURNING j.id, j.status, j.workflow_id, j.child_of",
+    " RETURNING j.queue, j.id, j.status, j.workflow_id, j.child_of",
     {TEXTOID, INT8OID});
 
 // A failed or cancelled dependency of a job about to be retried: the retry
@@ -559,7 +561,7 @@ PreparedStatement cancel_steps(
     "   AND (j.status IN ('blocked', 'waiting') OR j.id = ANY ($2)"
     "        OR (" WF_SQL_JOB_RUNNING("j") " AND NOT j.cancel_requested))"
     " RETURNING j.id, j.status = 'cancelled' AND j.has_dependents AS cancelled_parent,"
-    "           j.status, j.workflow_id, j.child_of",
+    "           j.queue, j.status, j.workflow_id, j.child_of",
     {INT8ARRAYOID, INT8ARRAYOID});
 
 // Of the steps just cancelled, those with a blocked dependent left: a job
@@ -651,9 +653,9 @@ PreparedStatement fail_unstarted(
     "   WHERE j.queue = e.queue AND j.id = e.id"
     "     AND (e.status = 'blocked' OR (e.queue, e.id) IN (SELECT queue, id FROM unready)"
     "          OR (e.queue, e.id) NOT IN (SELECT queue, id FROM had_ready))"
-    "  RETURNING j.id, j.status, j.workflow_id, j.child_of)"
+    "  RETURNING j.queue, j.id, j.status, j.workflow_id, j.child_of)"
     // One row per job failed, or one with id NULL; each with skipped_from.
-    " SELECT f.id, f.status, f.workflow_id, f.child_of, s.skipped_from"
+    " SELECT f.queue, f.id, f.status, f.workflow_id, f.child_of, s.skipped_from"
     "   FROM (SELECT min(start_by) AS skipped_from FROM candidate c"
     "          WHERE (c.queue, c.id) NOT IN (SELECT queue, id FROM expired)) AS s"
     "   LEFT JOIN failed f ON true",
@@ -694,6 +696,7 @@ std::optional<int64> insert_job(const NewJob& job) {
                                                     : insert_job_without_idempotency_key;
     Rows rows = insert.execute(p.values, p.nulls);
     if (rows.empty()) return std::nullopt;
+    count(text_view(job.queue), Metric::enqueued);
     if (std::strcmp(job.status, "pending") == 0) note_queue_ready(text_view(job.queue));
     return rows.int64_at(0, "id");
 }
@@ -720,6 +723,7 @@ std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_at
     // Ids come from one sequence in insertion order: sorted is input order.
     std::sort(ids.begin(), ids.end());
     if (!ids.empty()) note_queue_ready(text_view(queue));
+    count(text_view(queue), Metric::enqueued, static_cast<int64>(ids.size()));
     return ids;
 }
 
@@ -811,6 +815,7 @@ std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int lim
         ready = take_ready_rows(queue, DatumGetTimestampTz(now), limit);
     }
     if (ready.empty()) return jobs;
+    count(text_view(queue), Metric::claimed, static_cast<int64>(ready.size()));
     std::vector<Datum> ids, priorities, run_ats;
     for (const ReadyRow& r : ready) {
         ids.push_back(Int64GetDatum(r.id));
@@ -963,6 +968,7 @@ const char* fail_job(const FencingToken& token, Datum error, std::optional<doubl
     p.set(4, error);
     p.set(5, Float8GetDatum(delay));
     Rows ended = record_failure.execute(p.values, p.nulls);
+    if (std::strcmp(status, "pending") == 0) count(token.queue_name, Metric::retried);
     if (std::strcmp(status, "pending") != 0)
         cancel_dependents({token.id}, std::strcmp(status, "failed") == 0 ? "failed" : "was cancelled");
     jobs_ended(ended);

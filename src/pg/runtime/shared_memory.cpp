@@ -1,6 +1,7 @@
 // The hooks that request and lay out pg_wf's segment; what is in it belongs
 // to the parts' owners.
 #include "pg/runtime/shared_memory.hpp"
+#include "pg/runtime/metrics.hpp"
 #include "pg/runtime/rate_windows.hpp"
 #include "pg/runtime/wakeup.hpp"
 #include "pg/runtime/worker_registry.hpp"
@@ -18,6 +19,7 @@ const Part parts[] = {
     {worker_registry_size, worker_registry_init},
     {waiter_slots_size, waiter_slots_init},
     {rate_windows_size, rate_windows_init},
+    {metrics_size, metrics_init},
 };
 
 bool ready = false;

@@ -4,7 +4,7 @@
 // is handed its place by the startup hook (`..._init(at, found)`; `found`:
 // already set up, when the postmaster did it for a backend that attaches
 // again). The parts: the worker registry, the wake-ups' waiter slots and
-// the rate limits' windows.
+// the rate limits' windows, the metrics' counters.
 #pragma once
 
 #include "pg/base/postgres.hpp"
