@@ -4,11 +4,12 @@ workflow engine inside PostgreSQL).
 Producers and operators call the functions of `pg_wf.client` with a psycopg 3
 connection (they join its transaction); workers register handlers on a
 `Worker`, which claims, heartbeats, completes and fails jobs, and shuts down
-gracefully. Needs the extension's schema 1.6.
+gracefully. The producer calls also take a psycopg AsyncConnection (then
+await them). Needs the extension's schema 1.6.
 """
-from .client import (Outcome, cancel, cancel_workflow, configure_queue, enqueue, enqueue_batch,
-                     retry, schedule, signal, signal_with_start, submit, unschedule, wait_job,
-                     wait_workflow, workflow)
+from .client import (Outcome, cancel, cancel_where, cancel_workflow, configure_queue,
+                     enable_schedule, enqueue, enqueue_batch, retry, retry_where, schedule, signal,
+                     signal_with_start, submit, unschedule, wait_job, wait_workflow, workflow)
 from .errors import (ChildrenTimeout, EventTimeout, JobInterrupt, JobLost, PermanentError,
                      RetryAfter, Suspended)
 from .job import ChildOutcome, Job
@@ -19,8 +20,8 @@ __version__ = "1.6.0"
 __all__ = [
     "Worker", "Job", "ChildOutcome", "Outcome", "format_error",
     "enqueue", "enqueue_batch", "submit", "signal", "signal_with_start", "wait_job",
-    "wait_workflow", "workflow", "cancel", "cancel_workflow", "retry", "configure_queue",
-    "schedule", "unschedule",
+    "wait_workflow", "workflow", "cancel", "cancel_workflow", "retry", "cancel_where",
+    "retry_where", "configure_queue", "schedule", "unschedule", "enable_schedule",
     "PermanentError", "RetryAfter", "EventTimeout", "ChildrenTimeout", "JobInterrupt",
     "Suspended", "JobLost",
 ]

@@ -8,8 +8,9 @@ or a timedelta does.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Iterable, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, Optional, Sequence, Tuple
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 # (name or None for a positional argument, value, SQL type)
@@ -56,13 +57,30 @@ def call(function: str, args: Iterable[Arg]) -> Tuple[str, list]:
     return f"{function}({', '.join(parts)})", params
 
 
-def scalar(conn: Any, function: str, args: Sequence[Arg]) -> Any:
-    """SELECT function(...): its one value."""
-    expr, params = call(function, args)
-    return conn.execute(f"SELECT {expr}", params).fetchone()[0]
+def is_async(conn: Any) -> bool:
+    return isinstance(conn, (psycopg.AsyncConnection, psycopg.AsyncCursor))
 
 
-def rows(conn: Any, columns: str, function: str, args: Sequence[Arg]) -> list:
-    """SELECT columns FROM function(...): every row."""
+def _run(conn: Any, sql: str, params: list, fetch: str, then: Optional[Callable]) -> Any:
+    """Runs on a connection or cursor; on an async one, returns a coroutine."""
+    finish = then or (lambda value: value)
+    if is_async(conn):
+        async def run() -> Any:
+            cur = await conn.execute(sql, params)
+            return finish(await getattr(cur, fetch)())
+        return run()
+    return finish(getattr(conn.execute(sql, params), fetch)())
+
+
+def scalar(conn: Any, function: str, args: Sequence[Arg], then: Optional[Callable] = None) -> Any:
+    """SELECT function(...): its one value (then `then(value)`)."""
     expr, params = call(function, args)
-    return conn.execute(f"SELECT {columns} FROM {expr}", params).fetchall()
+    return _run(conn, f"SELECT {expr}", params, "fetchone",
+                lambda row: (then or (lambda v: v))(row[0]))
+
+
+def rows(conn: Any, columns: str, function: str, args: Sequence[Arg],
+         then: Optional[Callable] = None) -> Any:
+    """SELECT columns FROM function(...): every row (then `then(rows)`)."""
+    expr, params = call(function, args)
+    return _run(conn, f"SELECT {columns} FROM {expr}", params, "fetchall", then)

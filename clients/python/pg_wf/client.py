@@ -8,6 +8,8 @@ statement on it, so it joins the caller's transaction when there is one:
         pg_wf.enqueue(conn, "emails", {"order": 42})   # rolls back with the order
 
 Without a transaction (an autocommit connection) each call commits at once.
+With a psycopg AsyncConnection (or AsyncCursor) each function returns a
+coroutine instead: `await pg_wf.enqueue(aconn, "emails", {...})`.
 Arguments left out (None) take the server's defaults; intervals are seconds,
 timedeltas or strings such as '5 minutes'. See the README of pg_wf for what
 each SQL function does.
@@ -74,8 +76,9 @@ def enqueue(conn, queue: str, payload: Any = None, *, run_at: Optional[datetime]
 def enqueue_batch(conn, queue: str, payloads: Sequence[Any],
                   keys: Optional[Sequence[Optional[str]]] = None) -> List[int]:
     """`wf_enqueue_batch`: one job per payload in one round trip; ids in order."""
-    return [r[0] for r in _sql.rows(conn, "*", "wf_enqueue_batch", [
-        (None, queue, "text"), (None, list(payloads), "jsonb"), ("keys", keys, "text[]")])]
+    return _sql.rows(conn, "*", "wf_enqueue_batch", [
+        (None, queue, "text"), (None, list(payloads), "jsonb"), ("keys", keys, "text[]")],
+        then=lambda rows: [r[0] for r in rows])
 
 
 def submit(conn, spec: dict) -> uuid.UUID:
@@ -99,17 +102,17 @@ def signal_with_start(conn, spec: dict, event: str, payload: Any = None) -> uuid
 def wait_job(conn, queue: str, id: int, timeout: Interval = 30) -> Outcome:
     """`wf_wait_job`: blocks until the job has finished (woken by the commit that
     ends it, no polling) or `timeout` passes. Call it after the enqueue committed."""
-    status, result, error = _sql.rows(conn, "status, result, error", "wf_wait_job", [
-        (None, queue, "text"), (None, id, "bigint"), (None, timeout, "interval")])[0]
-    return Outcome(status, result, error)
+    return _sql.rows(conn, "status, result, error", "wf_wait_job", [
+        (None, queue, "text"), (None, id, "bigint"), (None, timeout, "interval")],
+        then=lambda rows: Outcome(*rows[0]))
 
 
 def wait_workflow(conn, workflow_id: Union[uuid.UUID, str], timeout: Interval = 30) -> Outcome:
     """`wf_wait_workflow`: the same for a workflow; `result` holds its final steps'
     results by step name."""
-    status, result, error = _sql.rows(conn, "status, result, error", "wf_wait_workflow", [
-        (None, workflow_id, "uuid"), (None, timeout, "interval")])[0]
-    return Outcome(status, result, error)
+    return _sql.rows(conn, "status, result, error", "wf_wait_workflow", [
+        (None, workflow_id, "uuid"), (None, timeout, "interval")],
+        then=lambda rows: Outcome(*rows[0]))
 
 
 def workflow(conn, workflow_id: Union[uuid.UUID, str]) -> dict:
@@ -132,6 +135,24 @@ def cancel_workflow(conn, workflow_id: Union[uuid.UUID, str]) -> int:
     return _sql.scalar(conn, "wf_cancel_workflow", [(None, workflow_id, "uuid")])
 
 
+def retry_where(conn, queue: str, *, ids: Optional[Sequence[int]] = None,
+                error_contains: Optional[str] = None, max_jobs: Optional[int] = None) -> int:
+    """`wf_retry_where`: retries the queue's failed or cancelled jobs that match
+    (ids; last_error containing the text); returns how many."""
+    return _sql.scalar(conn, "wf_retry_where", [
+        (None, queue, "text"), ("ids", ids, "bigint[]"), ("error_contains", error_contains, "text"),
+        ("max_jobs", max_jobs, "int")])
+
+
+def cancel_where(conn, queue: str, *, ids: Optional[Sequence[int]] = None,
+                 error_contains: Optional[str] = None, statuses: Optional[Sequence[str]] = None,
+                 max_jobs: Optional[int] = None) -> int:
+    """`wf_cancel_where`: cancels the queue's matching jobs; returns how many."""
+    return _sql.scalar(conn, "wf_cancel_where", [
+        (None, queue, "text"), ("ids", ids, "bigint[]"), ("error_contains", error_contains, "text"),
+        ("statuses", statuses, "text[]"), ("max_jobs", max_jobs, "int")])
+
+
 _QUEUE_SETTINGS = {
     "max_attempts": "int", "backoff_base": "interval", "backoff_max": "interval",
     "lease": "interval", "max_running": "int", "paused": "boolean", "rate_limit": "int",
@@ -145,8 +166,9 @@ def configure_queue(conn, queue: str, **settings: Any) -> None:
     unknown = set(settings) - set(_QUEUE_SETTINGS)
     if unknown:
         raise TypeError(f"unknown queue settings: {', '.join(sorted(unknown))}")
-    _sql.scalar(conn, "wf_configure_queue", [(None, queue, "text")] + [
-        (name, value, _QUEUE_SETTINGS[name]) for name, value in settings.items()])
+    return _sql.scalar(conn, "wf_configure_queue", [(None, queue, "text")] + [
+        (name, value, _QUEUE_SETTINGS[name]) for name, value in settings.items()],
+        then=lambda _: None)
 
 
 def schedule(conn, name: str, cron: str, queue: str, payload: Any = None) -> datetime:
@@ -160,3 +182,7 @@ def unschedule(conn, name: str) -> bool:
     """`wf_unschedule`."""
     return _sql.scalar(conn, "wf_unschedule", [(None, name, "text")])
 
+
+def enable_schedule(conn, name: str, enabled: bool = True) -> bool:
+    """`wf_enable_schedule`: stops a schedule firing, or lets it fire again."""
+    return _sql.scalar(conn, "wf_enable_schedule", [(None, name, "text"), (None, enabled, "boolean")])

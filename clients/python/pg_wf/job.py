@@ -244,20 +244,31 @@ class Job:
 
         If `complete` finds the token stale, the block is rolled back and left
         (the rest of it does not run); the handler goes on after it."""
-        with self.conn.transaction() as tx:
-            outer, self._tx = self._tx, tx
-            try:
-                yield self.conn
-            finally:
-                self._tx = outer
+        before = self._finished
+        try:
+            with self.conn.transaction() as tx:
+                outer, self._tx = self._tx, tx
+                try:
+                    yield self.conn
+                finally:
+                    self._tx = outer
+        except BaseException:
+            if before is None and self._finished == "completed":
+                self._finished = None  # the completion rolled back with the block
+            raise
 
     def complete(self, result: Any = None, steps: Optional[List[dict]] = None) -> bool:
         """Completes the job now (`wf_complete`, or `wf_complete_with_steps` when steps
         were given here or with `add_steps`); the handler's return value is then
         not used. True if it was still yours. A stale token is logged and
-        returns False (inside `job.transaction()`: rolls the block back)."""
+        returns False (inside `job.transaction()`: rolls the block back).
+        Inside a transaction, only `job.transaction()`'s: it knows whether the
+        completion committed (if the block fails, the job is not done)."""
         if self._finished is not None:
             raise RuntimeError(f"{self!r} already ended ({self._finished})")
+        if self._tx is None and self.conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            raise RuntimeError("job.complete() inside a transaction of your own: use"
+                               " `with job.transaction()`, which knows whether it commits")
         steps = list(steps) if steps is not None else []
         steps = self._steps + steps
         self._finished = "completing"  # the heartbeats stop here
@@ -278,9 +289,6 @@ class Job:
         self._worker._log_stale(self, "wf_complete")
         if self._tx is not None:
             raise psycopg.Rollback(self._tx)
-        if self.conn.info.transaction_status != pq.TransactionStatus.IDLE:
-            # A transaction of the handler's own: do not let its effects commit.
-            raise JobLost(self._lost_reason, self)
         return False
 
     # ------------------------------------------------------------- internals

@@ -109,3 +109,46 @@ def test_schedule(conn, queue):
     assert pg_wf.schedule(conn, name, "30 2 * * *", queue, {"kind": "nightly"}).minute == 30
     assert pg_wf.unschedule(conn, name) is True
     assert pg_wf.unschedule(conn, name) is False
+
+
+def test_bulk_retry_and_cancel(conn, queue):
+    ids = pg_wf.enqueue_batch(conn, queue, [{"n": n} for n in range(4)])
+    rows = conn.execute("SELECT id, attempt FROM wf_claim(%s, max_jobs => 4)", (queue,)).fetchall()
+    for job_id, attempt in rows:
+        conn.execute("SELECT wf_fail(%s, %s, %s, %s, permanent => true)",
+                     (queue, job_id, attempt, "SMTP 550" if job_id % 2 else "timeout"))
+    assert pg_wf.retry_where(conn, queue, error_contains="smtp") == 2
+    assert pg_wf.cancel_where(conn, queue, statuses=["failed"]) == 2
+    assert pg_wf.cancel_where(conn, queue, ids=ids[:1]) in (0, 1)
+    statuses = sorted(r[0] for r in conn.execute("SELECT status FROM wf.jobs WHERE queue = %s",
+                                                 (queue,)))
+    assert statuses.count("cancelled") >= 2 and len(statuses) == 4
+
+
+def test_enable_schedule(conn, queue):
+    name = f"{queue}:hourly"
+    pg_wf.schedule(conn, name, "@hourly", queue)
+    assert pg_wf.enable_schedule(conn, name, False) is True
+    assert conn.execute("SELECT enabled FROM wf.schedules WHERE name = %s", (name,)).fetchone()[0] is False
+    assert pg_wf.enable_schedule(conn, name) is True
+    assert pg_wf.enable_schedule(conn, name + ":none", True) is False
+    pg_wf.unschedule(conn, name)
+
+
+def test_producer_calls_on_an_async_connection(dsn, queue):
+    import asyncio
+
+    async def main():
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as aconn:
+            async with aconn.transaction():
+                job_id = await pg_wf.enqueue(aconn, queue, {"n": 1}, priority=3)
+                batch = await pg_wf.enqueue_batch(aconn, queue, [{}, {}])
+            await pg_wf.configure_queue(aconn, queue, max_attempts=2)
+            wid = await pg_wf.submit(aconn, {"queue": queue, "steps": [{"name": "a"}]})
+            async with aconn.cursor() as cur:
+                outcome = await pg_wf.wait_job(cur, queue, job_id, 0.05)
+            return job_id, batch, wid, outcome, await pg_wf.wait_workflow(aconn, wid, 0.05)
+
+    job_id, batch, wid, outcome, wf_outcome = asyncio.run(main())
+    assert isinstance(job_id, int) and len(batch) == 2 and isinstance(wid, uuid.UUID)
+    assert outcome == ("pending", None, None) and wf_outcome.status == "running"

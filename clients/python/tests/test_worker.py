@@ -3,6 +3,8 @@ the job context."""
 import threading
 import time
 
+import psycopg
+import pytest
 
 import pg_wf
 from helpers import job_row, wait_for
@@ -493,3 +495,71 @@ def test_stop_gives_back_a_job_that_does_not_finish(conn, queue, make_worker, ca
     with w2:
         assert pg_wf.wait_job(conn, queue, job_id, 10).result == {"attempt": 2}
     assert "given back" in caplog.text
+
+
+def test_worker_reconnects_after_its_sessions_end(conn, queue, make_worker):
+    w = make_worker(name=f"rc-{queue[-8:]}", claim_wait=30)
+    w.register(queue, lambda job: {"attempt": job.attempt})
+    with w:
+        first = pg_wf.enqueue(conn, queue)
+        assert pg_wf.wait_job(conn, queue, first, 10).ok
+        ended = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                             " WHERE application_name LIKE %s", (f"pg_wf {w.name}%",)).fetchone()[0]
+        assert ended == 2  # the slot waiting in its claim, and the control connection
+        second = pg_wf.enqueue(conn, queue)
+        assert pg_wf.wait_job(conn, queue, second, 10).ok
+
+
+def test_a_worker_role_without_superuser_rights(dsn, conn, queue, make_worker, caplog):
+    role = "wfpy_worker"
+    conn.execute(f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}')"
+                 f" THEN CREATE ROLE {role}; END IF; END $$")
+    conn.execute("SELECT wf_grant(%s, 'work', %s), wf_grant(%s, 'produce', %s)",
+                 (role, queue + "*", role, queue + "*"))
+
+    def connect():
+        c = psycopg.connect(dsn, autocommit=True)
+        c.execute(f"SET ROLE {role}")
+        return c
+
+    w = make_worker(connect=connect, lease=1)
+
+    @w.handler(queue)
+    def parent(job):
+        job.progress({"step": 1})
+        job.checkpoint("a", lambda: 1)
+        job.start_child("c", {"queue": queue + ".child", "steps": [{"name": "x"}]})
+        return {"children": {k: o.status for k, o in job.await_children().items()}}
+
+    w.register(queue + ".child", lambda job: "ok")
+    with w:
+        job_id = pg_wf.enqueue(conn, queue)
+        outcome = pg_wf.wait_job(conn, queue, job_id, 10)
+    assert outcome.result == {"children": {"c": "done"}}, outcome
+    other = f"elsewhere.{queue}"
+    w2 = make_worker(connect=connect, claim_wait=0.2)
+    w2.register(other, lambda job: None)
+    with w2:  # no right to work there: the claims fail, logged, the worker stays up
+        time.sleep(0.5)
+    assert "permission denied to work in queue" in caplog.text
+
+
+def test_a_completion_rolled_back_with_its_block_is_not_taken_for_done(conn, queue, make_worker):
+    pg_wf.configure_queue(conn, queue, backoff_base="50 ms", backoff_max="50 ms")
+    w = make_worker()
+
+    @w.handler(queue)
+    def handle(job):
+        with pytest.raises(RuntimeError, match="inside a transaction of your own"):
+            with job.conn.transaction():
+                job.complete("not like this")
+        with job.transaction() as tx:
+            job.complete({"attempt": job.attempt})
+            if job.attempt == 1:  # the block fails: the completion is undone with it
+                tx.execute("SELECT 1 / 0")
+
+    with w:
+        job_id = pg_wf.enqueue(conn, queue)
+        outcome = pg_wf.wait_job(conn, queue, job_id, 10)
+    assert outcome.result == {"attempt": 2}
+    assert outcome.error.startswith("DivisionByZero: division by zero")
