@@ -141,8 +141,9 @@ def worker_process(name, slot, board, ready, t0):
     # flight (one here) and one for the heartbeats.
     worker = pg_wf.Worker(name=name, claim_wait=2, heartbeat_every=0.25, shutdown_timeout=5)
     worker.register(QUEUE, run_step)  # every step of the queue; run_step dispatches
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops us (SIGTERM)
     ready.wait(timeout=30)
-    worker.run()  # until SIGTERM (the parent's, at the end); SIGINT too
+    worker.run()  # until SIGTERM (the parent's, at the end, or on Ctrl-C)
 
 
 def setup(conn):

@@ -26,6 +26,7 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import sys
 import time
 
@@ -171,8 +172,9 @@ def worker_process(name, ready, t0):
     worker = pg_wf.Worker(name=name, claim_wait=1, shutdown_timeout=5)
     for step, fn in STEPS.items():
         worker.register(QUEUE, narrated(fn), step=step)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops us (SIGTERM)
     ready.wait(timeout=30)
-    worker.run()  # until SIGTERM (the parent's, at the end)
+    worker.run()  # until SIGTERM (the parent's, at the end, or on Ctrl-C)
 
 
 SPEC = {

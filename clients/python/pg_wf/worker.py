@@ -177,11 +177,13 @@ class Worker:
 
     def run(self, *, install_signal_handlers: bool = True) -> None:
         """Starts the worker and blocks until it has shut down: after SIGTERM or
-        SIGINT (handled here when called from the main thread), or `stop()`."""
+        SIGINT (handled here when called from the main thread, unless the
+        process ignores the signal), or `stop()`."""
         previous = {}
         if install_signal_handlers and threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):
-                previous[signum] = signal.signal(signum, self._on_signal)
+                if signal.getsignal(signum) is not signal.SIG_IGN:  # ignored stays ignored
+                    previous[signum] = signal.signal(signum, self._on_signal)
         try:
             self.start()
             while not self._done.wait(0.2):
@@ -299,11 +301,15 @@ class Worker:
                         self._stop_requested.wait(delay)
                         delay = min(delay * 2, 10.0)
                         continue
-                row = self._claim(slot)
-                if row is not None:
-                    self._execute(slot, row)
-        except Exception:  # a bug of the library: say so, the slot ends
-            log.exception("%s: unexpected error; this slot stops", slot.name)
+                try:
+                    row = self._claim(slot)
+                    if row is not None:
+                        self._execute(slot, row)
+                except Exception:  # the library's own calls around a job; a job in
+                    # flight is recovered when this session ends, so end it
+                    log.exception("%s: unexpected error; reconnecting", slot.name)
+                    slot.conn.close()
+                    self._stop_requested.wait(1.0)
         finally:
             with slot.lock:
                 slot.state = "stopped"
@@ -350,7 +356,7 @@ class Worker:
     def _execute(self, slot: _Slot, row: Dict[str, Any]) -> None:
         job = Job(self, slot.conn, row, slot.name)
         period = self.heartbeat_every
-        if job.lease_expires_at is not None:
+        if job.lease_expires_at is not None:  # a third of the lease, by the server's clock
             left = float(slot.conn.execute(
                 "SELECT extract(epoch FROM %s::timestamptz - clock_timestamp())",
                 (job.lease_expires_at,)).fetchone()[0])
@@ -412,6 +418,8 @@ class Worker:
         first_line = message.split("\n", 1)[0]
         if status is None:
             self._log_stale(job, "wf_fail")
+        elif status == "cancelled":
+            jlog.info("%s: %s; it ends cancelled (a cancel was requested)", job, first_line)
         elif status == "failed":
             jlog.warning("%s failed for good%s: %s", job,
                         " (PermanentError)" if permanent else f" after {job.attempt} attempts",
@@ -446,6 +454,9 @@ class Worker:
             return True
         try:
             ok = self._control_call(job, "wf_heartbeat")
+        except psycopg.errors.LockNotAvailable:  # its completion holds the claim row now
+            jlog.debug("%s: heartbeat waited for a lock; trying again", job)
+            return True
         except psycopg.Error as e:
             jlog.warning("%s: heartbeat failed (%s); trying again", job, str(e).strip())
             return True
