@@ -294,8 +294,8 @@ class Store:
                             if cid and cid not in children and len(children) < MAX_CHILD_GRAPHS:
                                 try:
                                     children[cid] = describe(cid)
-                                except psycopg.errors.UndefinedObject:
-                                    continue  # gone (retention) between the two reads
+                                except (psycopg.errors.UndefinedObject, psycopg.errors.InsufficientPrivilege):
+                                    continue  # gone (retention) meanwhile, or in queues this role may not operate
                                 nxt.append(children[cid])
                 frontier = nxt
             parent = None

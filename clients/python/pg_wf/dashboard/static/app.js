@@ -402,7 +402,7 @@
       const d = await api('/api/jobs', { queue: params.queue, status: params.status, q: params.q, workflow: params.workflow, offset: params.offset, limit: 50 });
       let one = null, oneError = null;
       if (params.job) {
-        const i = params.job.indexOf(':');
+        const i = params.job.lastIndexOf(':')  /* queue names may hold ':' */;
         try {
           one = await api('/api/job', { queue: params.job.slice(0, i), id: params.job.slice(i + 1) });
         } catch (e) {
