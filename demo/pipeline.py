@@ -1,17 +1,20 @@
 #!/usr/bin/python3
-"""pg_wf demo: a document pipeline run through the SQL API only.
+"""pg_wf demo: a document pipeline run by workers of the pg_wf Python library.
 
 Thirty documents each go summarize -> translate -> verify: three jobs per
 document, each depending on the one before and reading its result from
-`inputs`. A pool of worker processes, one connection each, runs them; the
-steps are slow (0.1-1.5 s) and sometimes fail. Midway one worker is killed
-with SIGKILL while it holds a job, and the reaper gives that job to another.
-At the end the script checks that every step of every document ran to
-completion exactly once, with exactly one side effect.
+`inputs`. A pool of worker processes, each a pg_wf.Worker (clients/python:
+wf_claim with wait, the handler, wf_complete or wf_fail, heartbeats in the
+background), runs them; the steps are slow (0.1-1.5 s) and sometimes fail.
+Midway one worker is killed with SIGKILL while it holds a job, and the reaper
+gives that job to another. At the end the script checks that every step of
+every document ran to completion exactly once, with exactly one side effect,
+and stops the workers with SIGTERM (a graceful shutdown).
 
 Connects like any libpq client (PGHOST, PGPORT, PGDATABASE, PGUSER); the
 database needs pg_wf, preloaded for the reaper. scripts/demo.sh sets it all up.
 """
+import logging
 import multiprocessing
 import os
 import random
@@ -23,14 +26,14 @@ import uuid
 import psycopg
 from psycopg.types.json import Jsonb
 
+# The library from this repository (elsewhere: pip install clients/python).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
+import pg_wf  # noqa: E402
+
 QUEUE = "docs"
 WORKERS = 4
 DOCUMENTS = 30
 FLAKY = 0.07  # chance that a step fails on its first attempt
-
-
-class JobLost(Exception):
-    """The job is no longer ours (reclaimed or cancelled): stop working on it."""
 
 
 class UpstreamError(Exception):
@@ -38,52 +41,23 @@ class UpstreamError(Exception):
 
 
 # ---------------------------------------------------------------- the worker
-# This is the whole client side of pg_wf: claim, work while heartbeating,
-# then complete (together with the side effect) or fail.
+# This is the whole client side: a pg_wf.Worker whose one handler runs each step.
+# It claims (waiting in the server, no polling), runs the step while it
+# heartbeats in the background, and completes the job together with the
+# step's side effect, or fails it (the library turns the exception into
+# wf_fail with the message and a short traceback: retried with backoff).
 
-class Claim:
-    """One claimed job: its fencing token (queue, id, attempt) and the
-    connection (the session) that owns it."""
-
-    def __init__(self, conn, job_id, attempt):
-        self.conn, self.id, self.attempt = conn, job_id, attempt
-
-    def heartbeat(self):
-        yours = self.conn.execute("SELECT wf_heartbeat(%s, %s, %s)",
-                                  (QUEUE, self.id, self.attempt)).fetchone()[0]
-        if not yours:
-            raise JobLost(f"job {self.id} attempt {self.attempt} is no longer ours")
-
-
-def work(conn, name, stop):
-    while not stop.is_set():
-        # The server waits up to 2 s for a ready job: no polling loop here.
-        job = conn.execute(
-            "SELECT id, attempt, step_name, payload, inputs"
-            "  FROM wf_claim(%s, worker => %s, wait => '2 s')", (QUEUE, name)).fetchone()
-        if job is None:
-            continue
-        job_id, attempt, step, payload, inputs = job
-        claim = Claim(conn, job_id, attempt)
-        try:
-            result = STEPS[step](claim, payload, inputs)
-            # The side effect commits with the completion or not at all, and
-            # wf_complete refuses a stale (queue, id, attempt): exactly once.
-            with conn.transaction():
-                if conn.execute("SELECT wf_complete(%s, %s, %s, %s)",
-                                (QUEUE, job_id, attempt, Jsonb(result))).fetchone()[0]:
-                    conn.execute("INSERT INTO demo.outputs (document, step, attempt, worker, content)"
-                                 " VALUES (%s, %s, %s, %s, %s)",
-                                 (payload["doc"], step, attempt, name, Jsonb(result)))
-                else:
-                    say(f"{name}: {step} of doc {payload['doc']}: wf_complete refused a stale token")
-        except JobLost as e:
-            say(f"{name}: {step} of doc {payload['doc']}: {e}, dropped")
-        except Exception as e:
-            status = conn.execute("SELECT wf_fail(%s, %s, %s, %s)",
-                                  (QUEUE, job_id, attempt, f"{type(e).__name__}: {e}")).fetchone()[0]
-            say(f"{name}: {step} of doc {payload['doc']} failed on attempt {attempt} ({e}):"
-                f" wf_fail -> {status}")
+def run_step(job):
+    result = STEPS[job.step](job, job.payload, job.inputs)
+    # The side effect commits with the completion or not at all, and
+    # wf_complete refuses a stale (queue, id, attempt): exactly once. A stale
+    # token rolls the insert back (the library logs it).
+    with job.transaction() as tx:
+        tx.execute("INSERT INTO demo.outputs (document, step, attempt, worker, content)"
+                   " VALUES (%s, %s, %s, %s, %s)",
+                   (job.payload["doc"], job.step, job.attempt, job.worker_name,
+                    Jsonb(result)))
+        job.complete(result)
 
 
 # ---------------------------------------------------------------- the steps
@@ -95,22 +69,22 @@ GLOSSARY = {"the": "le", "a": "un", "of": "de", "and": "et", "in": "dans", "for"
             "shows": "montre", "cut": "réduire", "could": "pourrait", "by": "de"}
 
 
-def summarize(claim, payload, inputs):
-    slow_call(claim)
+def summarize(job, payload, inputs):
+    slow_call(job)
     first = payload["text"].split(". ")[0].rstrip(".") + "."
     return {"doc": payload["doc"], "summary": first, "words": len(payload["text"].split())}
 
 
-def translate(claim, payload, inputs):
+def translate(job, payload, inputs):
     summary = inputs["summarize"]["summary"]  # the result of the step before
-    slow_call(claim)
+    slow_call(job)
     words = [GLOSSARY.get(w.lower(), w) for w in summary.split()]
     return {"doc": inputs["summarize"]["doc"], "lang": "fr", "text": " ".join(words)}
 
 
-def verify(claim, payload, inputs):
+def verify(job, payload, inputs):
     translation = inputs["translate"]
-    slow_call(claim)
+    slow_call(job)
     ok = translation["doc"] == payload["doc"] and len(translation["text"]) > 0
     return {"doc": payload["doc"], "ok": ok, "chars": len(translation["text"])}
 
@@ -118,20 +92,21 @@ def verify(claim, payload, inputs):
 STEPS = {"summarize": summarize, "translate": translate, "verify": verify}
 
 
-def slow_call(claim):
-    """0.1-1.5 s of waiting on someone else's service, heartbeating every
-    0.25 s. Publishes what it is doing so that the demo can pick a busy
-    worker to kill."""
+def slow_call(job):
+    """0.1-1.5 s of waiting on someone else's service, while the Worker
+    heartbeats the job every 0.25 s. Publishes what it is doing so that the
+    demo can pick a busy worker to kill."""
     seconds = random.uniform(0.1, 1.5)
-    fails = claim.attempt == 1 and random.random() < FLAKY
+    fails = job.attempt == 1 and random.random() < FLAKY
     if fails:
         seconds *= random.uniform(0.2, 0.8)
     start = time.monotonic()
-    BOARD[SLOT * 4:SLOT * 4 + 4] = [claim.id, claim.attempt, start, start + seconds]
+    BOARD[SLOT * 4:SLOT * 4 + 4] = [job.id, job.attempt, start, start + seconds]
     try:
         while (left := start + seconds - time.monotonic()) > 0:
-            time.sleep(min(left, 0.25))
-            claim.heartbeat()
+            time.sleep(min(left, 0.05))
+            if job.lost:  # a heartbeat found it reclaimed or cancelled: stop
+                raise pg_wf.JobLost("the job is no longer ours", job)
     finally:
         BOARD[SLOT * 4:SLOT * 4 + 4] = [0, 0, 0, 0]
     if fails:
@@ -149,13 +124,26 @@ def say(line):
     print(f"{time.monotonic() - T0:5.1f}s  {line}", flush=True)
 
 
-def worker_process(name, slot, stop, board, ready, t0):
+class Narrator(logging.Handler):
+    """Prints the library's log records of each job as demo lines."""
+
+    def emit(self, record):
+        say(f"{record.processName}: {record.getMessage()}")
+
+
+def worker_process(name, slot, board, ready, t0):
     global BOARD, SLOT, T0
     BOARD, SLOT, T0 = board, slot, t0
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops us
-    with psycopg.connect(autocommit=True, application_name=f"pg_wf demo {name}") as conn:
-        ready.wait(timeout=30)
-        work(conn, name, stop)
+    logging.getLogger("pg_wf").addHandler(Narrator())
+    logging.getLogger("pg_wf").setLevel(logging.INFO)
+    logging.getLogger("pg_wf.worker").setLevel(logging.WARNING)  # start and stop lines
+    # Connects like any libpq client (PGHOST, ...); one connection per job in
+    # flight (one here) and one for the heartbeats.
+    worker = pg_wf.Worker(name=name, claim_wait=2, heartbeat_every=0.25, shutdown_timeout=5)
+    worker.register(QUEUE, run_step)  # every step of the queue; run_step dispatches
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops us (SIGTERM)
+    ready.wait(timeout=30)
+    worker.run()  # until SIGTERM (the parent's, at the end, or on Ctrl-C)
 
 
 def setup(conn):
@@ -169,8 +157,7 @@ def setup(conn):
                         worker text NOT NULL, content jsonb NOT NULL,
                         written_at timestamptz NOT NULL DEFAULT now(),
                         UNIQUE (document, step))""")
-    conn.execute("SELECT wf_configure_queue(%s, max_attempts => 5,"
-                 " backoff_base => '200 ms', backoff_max => '2 s')", (QUEUE,))
+    pg_wf.configure_queue(conn, QUEUE, max_attempts=5, backoff_base="200 ms", backoff_max="2 s")
 
 
 TOPICS = ["solar storage", "river water quality", "night buses", "school meals", "heat pumps",
@@ -186,16 +173,15 @@ def document(n):
 
 def enqueue(conn):
     start = time.monotonic()
-    with conn.transaction():
+    with conn.transaction():  # the library's calls join the caller's transaction
         for n in range(1, DOCUMENTS + 1):
             wf = uuid.uuid4()
             previous = None
             for step in ("summarize", "translate", "verify"):
-                previous = conn.execute(
-                    "SELECT wf_enqueue(%s, %s, workflow_id => %s, step_name => %s,"
-                    " depends_on => %s, idempotency_key => %s)",
-                    (QUEUE, Jsonb(document(n) if step == "summarize" else {"doc": n}), wf, step,
-                     [previous] if previous else None, f"doc-{n}-{step}")).fetchone()[0]
+                previous = pg_wf.enqueue(conn, QUEUE, document(n) if step == "summarize" else {"doc": n},
+                                         workflow_id=wf, step_name=step,
+                                         depends_on=[previous] if previous else None,
+                                         idempotency_key=f"doc-{n}-{step}")
     say(f"enqueued {DOCUMENTS * 3} jobs for {DOCUMENTS} documents in one transaction"
         f" ({(time.monotonic() - start) * 1000:.0f} ms); translate and verify start blocked")
 
@@ -305,30 +291,30 @@ def check(conn):
 
 def main():
     ctx = multiprocessing.get_context("spawn")
-    stop = ctx.Event()
-    ready = ctx.Barrier(WORKERS + 1)  # all workers connected
+    ready = ctx.Barrier(WORKERS + 1)  # all workers started
     board = ctx.Array("d", WORKERS * 4)  # per worker: job id, attempt, step start, step end
     with psycopg.connect(autocommit=True, application_name="pg_wf demo") as conn:
         setup(conn)
-        procs = [ctx.Process(target=worker_process, args=(f"w{i + 1}", i, stop, board, ready, T0),
+        procs = [ctx.Process(target=worker_process, args=(f"w{i + 1}", i, board, ready, T0),
                              name=f"w{i + 1}") for i in range(WORKERS)]
         for p in procs:
             p.start()
         try:
             ready.wait(timeout=30)
-            say(f"started {WORKERS} workers (pids {', '.join(str(p.pid) for p in procs)}), each"
-                f" looping wf_claim(wait => '2 s') -> work -> wf_complete | wf_fail")
-            time.sleep(0.1)  # let them reach their first wf_claim: the enqueue wakes them
+            say(f"started {WORKERS} workers (pids {', '.join(str(p.pid) for p in procs)}), each a"
+                f" pg_wf.Worker: wf_claim(wait => '2 s') -> handler -> wf_complete | wf_fail")
+            time.sleep(0.3)  # let them reach their first wf_claim: the enqueue wakes them
             enqueue(conn)
             return run(conn, procs, board)
-        except BaseException:  # Ctrl-C or an error: stop the workers now
+        finally:  # done, Ctrl-C or an error: SIGTERM, each worker shuts down gracefully
             for p in procs:
-                p.terminate()
-            raise
-        finally:
-            stop.set()
+                if p.is_alive():
+                    p.terminate()
             for p in procs:
-                p.join(timeout=5)
+                p.join(timeout=10)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
 
 
 def run(conn, procs, board):
@@ -359,7 +345,7 @@ def run(conn, procs, board):
             return 1
         time.sleep(0.05)
     say(f"pipeline finished in {time.monotonic() - T0:.1f} s with"
-        f" {sum(p.is_alive() for p in procs)} workers left; stopping them")
+        f" {sum(p.is_alive() for p in procs)} workers left; stopping them (SIGTERM)")
     print("checks:", flush=True)
     return 0 if check(conn) else 1
 

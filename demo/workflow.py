@@ -2,30 +2,39 @@
 """pg_wf demo, part 2: a workflow submitted in one call, with a human approval.
 
 One article goes fetch -> (summarize, translate in parallel) -> approve ->
-publish. The whole graph is one wf_submit() call. Two worker processes run
-the steps through the SQL API:
+publish. The whole graph is one wf_submit() call (pg_wf.submit). Two worker
+processes, each a pg_wf.Worker of the Python library (clients/python) with
+one handler per step, run the steps:
 
-- translate records each sentence with wf_checkpoint(); its first attempt
-  fails after two sentences (a 503 from the translation service) and the
-  retry gets them back in `checkpoints`, translating only the third;
-- approve parks itself with wf_await_event(..., 'approve:<workflow id>'):
-  the job is `waiting`, holds no worker and no attempt. The driver prints the
-  workflow (wf_workflow) while it waits, then sends wf_signal(); the step is
-  claimed again with the signal's payload in `events` and completes;
+- translate runs each sentence in job.checkpoint() (wf_checkpoint); its
+  first attempt fails after two sentences (a 503 from the translation
+  service) and the retry gets them back from its `checkpoints`, translating
+  only the third;
+- approve calls job.await_event('approve:<workflow id>'), which parks the job
+  (wf_await_event): it is `waiting`, holds no worker and no attempt. The
+  driver prints the workflow (wf_workflow) while it waits, then sends
+  wf_signal() (pg_wf.signal); the step is claimed again, and await_event
+  returns the signal's payload from its `events`;
 - publish gets the results of summarize, translate and approve in `inputs`,
   keyed by step name.
 
 Connects like any libpq client (PGHOST, PGPORT, PGDATABASE, PGUSER);
 scripts/demo.sh sets it all up and runs it after demo/pipeline.py.
 """
+import functools
 import json
+import logging
 import multiprocessing
+import os
 import signal
 import sys
 import time
 
 import psycopg
-from psycopg.types.json import Jsonb
+
+# The library from this repository (elsewhere: pip install clients/python).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
+import pg_wf  # noqa: E402
 
 QUEUE = "articles"
 WORKERS = 2
@@ -40,11 +49,8 @@ def say(line):
 
 def short(value, width=60):
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    text = text.split("\n", 1)[0]  # an error's first line, without its traceback
     return text if len(text) <= width else text[:width - 1] + "…"
-
-
-class Parked(Exception):
-    """The step parked its job (wf_await_event): nothing to complete now."""
 
 
 class UpstreamError(Exception):
@@ -52,44 +58,22 @@ class UpstreamError(Exception):
 
 
 # ---------------------------------------------------------------- the worker
+# One pg_wf.Worker per process, one handler per step (STEPS, below). The
+# library claims, heartbeats, completes with the handler's return value, turns
+# an exception into wf_fail, and ends a run that parked its job.
 
-class Job:
-    """One claimed step, with what wf_claim hands a workflow step."""
-
-    def __init__(self, conn, worker, row):
-        (self.id, self.attempt, self.workflow_id, self.step, self.payload,
-         self.inputs, self.checkpoints, self.events) = row
-        self.conn, self.worker = conn, worker
-
-    def say(self, text):
-        say(f"{self.worker}: {self.step} (attempt {self.attempt}): {text}")
-
-    def checkpoint(self, name, output):
-        """Records a sub-step's output; a later attempt finds it in `checkpoints`."""
-        return self.conn.execute("SELECT wf_checkpoint(%s, %s, %s, %s, %s)",
-                                 (QUEUE, self.id, self.attempt, name, Jsonb(output))).fetchone()[0]
+def tell(job, text):
+    say(f"{job.worker_name}: {job.step} (attempt {job.attempt}): {text}")
 
 
-def work(conn, name, stop):
-    while not stop.is_set():
-        row = conn.execute(
-            "SELECT id, attempt, workflow_id, step_name, payload, inputs, checkpoints, events"
-            "  FROM wf_claim(%s, worker => %s, wait => '1 s')", (QUEUE, name)).fetchone()
-        if row is None:
-            continue
-        job = Job(conn, name, row)
-        try:
-            result = STEPS[job.step](job)
-        except Parked:
-            continue
-        except Exception as e:
-            status = conn.execute("SELECT wf_fail(%s, %s, %s, %s)",
-                                  (QUEUE, job.id, job.attempt, f"{type(e).__name__}: {e}")).fetchone()[0]
-            job.say(f"failed ({e}): wf_fail -> {status}")
-            continue
-        ok = conn.execute("SELECT wf_complete(%s, %s, %s, %s)",
-                          (QUEUE, job.id, job.attempt, Jsonb(result))).fetchone()[0]
-        job.say(f"done -> {short(result, 70)}" if ok else "wf_complete refused a stale token")
+def narrated(step):
+    """A step's handler that says what it returned."""
+    @functools.wraps(step)
+    def handler(job):
+        result = step(job)
+        tell(job, f"done -> {short(result, 70)}")
+        return result
+    return handler
 
 
 # ---------------------------------------------------------------- the steps
@@ -110,53 +94,56 @@ def fetch(job):
 
 
 def summarize(job):
-    job.say(f"inputs {short(sorted(job.inputs))}, model {job.payload['model']}")
+    tell(job, f"inputs {short(sorted(job.inputs))}, model {job.payload['model']}")
     time.sleep(0.8)
     return {"summary": job.inputs["fetch"]["text"].split(". ")[0] + "."}
 
 
 def translate(job):
     sentences = [s.rstrip(".") for s in job.inputs["fetch"]["text"].split(". ")]
-    done = job.checkpoints or {}
-    if done:
-        job.say(f"resumes with checkpoints {sorted(done)}: translates only what is missing")
+    restored = len(job.checkpoints)  # what earlier attempts recorded
+    if restored:
+        tell(job, f"resumes with checkpoints {sorted(job.checkpoints)}: translates only what is missing")
     else:
-        job.say(f"inputs {short(sorted(job.inputs))}, {len(sentences)} sentences,"
-                " one wf_checkpoint each")
+        tell(job, f"inputs {short(sorted(job.inputs))}, {len(sentences)} sentences,"
+                  " one job.checkpoint (wf_checkpoint) each")
     out = []
     for n, sentence in enumerate(sentences, 1):
         key = f"sentence {n}"
-        if key in done:
-            out.append(done[key]["fr"])
+        recorded_before = key in job.checkpoints
+
+        def translate_sentence():  # runs once across attempts
+            time.sleep(0.2)
+            return {"fr": " ".join(GLOSSARY.get(w.lower(), w) for w in sentence.split()) + "."}
+
+        out.append(job.checkpoint(key, translate_sentence)["fr"])
+        if recorded_before:
             continue
-        time.sleep(0.2)
-        fr = " ".join(GLOSSARY.get(w.lower(), w) for w in sentence.split()) + "."
-        job.say(f"wf_checkpoint({key!r}) -> {job.checkpoint(key, {'fr': fr})}")
-        out.append(fr)
+        tell(job, f"wf_checkpoint({key!r}) -> recorded")
         if job.attempt == 1 and n == 2:
             raise UpstreamError("503 from the translation API")
     return {"lang": job.payload["lang"], "text": " ".join(out),
-            "restored_from_checkpoints": len(done)}
+            "restored_from_checkpoints": restored}
 
 
 def approve(job):
     event = f"approve:{job.workflow_id}"
-    delivered = (job.events or {}).get(event)
-    if delivered is None:
+    if event not in job.events:
         # Parks the job: no worker waits, no attempt is spent; a signal (or
-        # the timeout) makes it ready again with the event in `events`.
-        status = job.conn.execute("SELECT wf_await_event(%s, %s, %s, %s, timeout => '10 minutes')",
-                                  (QUEUE, job.id, job.attempt, event)).fetchone()[0]
-        job.say(f"wf_await_event(.., '{event}') -> {status}: parked, worker free")
-        raise Parked()
-    job.say(f"claimed again with events {short(job.events, 200)}")
-    if delivered["status"] != "signalled":
-        raise RuntimeError(f"no approval: {delivered['status']}")
-    return {"approved_by": delivered["payload"]["by"]}
+        # the timeout) makes it ready again with the event in `events`, and the
+        # handler runs again from the top.
+        tell(job, f"job.await_event('{event}'): wf_await_event parks the job, worker free")
+    else:
+        tell(job, f"claimed again with events {short(job.events, 200)}")
+    try:
+        approval = job.await_event(event, timeout="10 minutes")
+    except pg_wf.EventTimeout:
+        raise RuntimeError("no approval: timed_out")
+    return {"approved_by": approval["by"]}
 
 
 def publish(job):
-    job.say(f"inputs keyed by step name: {short({k: sorted(v) for k, v in job.inputs.items()}, 200)}")
+    tell(job, f"inputs keyed by step name: {short({k: sorted(v) for k, v in job.inputs.items()}, 200)}")
     time.sleep(0.2)
     return {"published": job.payload["to"], "inputs": sorted(job.inputs),
             "approved_by": job.inputs["approve"]["approved_by"],
@@ -169,13 +156,25 @@ STEPS = {"fetch": fetch, "summarize": summarize, "translate": translate,
 
 # ---------------------------------------------------------------- the driver
 
-def worker_process(name, stop, ready, t0):
+class Narrator(logging.Handler):
+    """Prints the library's log records (failures, parks) as demo lines."""
+
+    def emit(self, record):
+        say(f"{record.processName}: {record.getMessage()}")
+
+
+def worker_process(name, ready, t0):
     global T0
     T0 = t0
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops us
-    with psycopg.connect(autocommit=True, application_name=f"pg_wf demo {name}") as conn:
-        ready.wait(timeout=30)
-        work(conn, name, stop)
+    logging.getLogger("pg_wf").addHandler(Narrator())
+    logging.getLogger("pg_wf").setLevel(logging.INFO)
+    logging.getLogger("pg_wf.worker").setLevel(logging.WARNING)  # start and stop lines
+    worker = pg_wf.Worker(name=name, claim_wait=1, shutdown_timeout=5)
+    for step, fn in STEPS.items():
+        worker.register(QUEUE, narrated(fn), step=step)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops us (SIGTERM)
+    ready.wait(timeout=30)
+    worker.run()  # until SIGTERM (the parent's, at the end, or on Ctrl-C)
 
 
 SPEC = {
@@ -194,7 +193,7 @@ SPEC = {
 
 def show(conn, wid):
     """A compact table of the workflow, from wf_workflow()."""
-    wf = conn.execute("SELECT wf_workflow(%s)", (wid,)).fetchone()[0]
+    wf = pg_wf.workflow(conn, wid)
     counts = ", ".join(f"{v} {k}" for k, v in wf["counts"].items() if v and k != "steps")
     print(f"  wf_workflow('{wid}'): {wf['name']}, {wf['status']} ({counts})")
     print(f"    {'step':10} {'status':9} {'attempt':>7}  {'after':30} detail")
@@ -214,7 +213,7 @@ def wait_until(conn, wid, what, predicate):
     """Polls wf_workflow every 50 ms until predicate(workflow) holds."""
     last_change, last = time.monotonic(), None
     while True:
-        wf = conn.execute("SELECT wf_workflow(%s)", (wid,)).fetchone()[0]
+        wf = pg_wf.workflow(conn, wid)
         if predicate(wf):
             return wf
         state = [(s["status"], s["attempt"]) for s in wf["steps"]]
@@ -236,9 +235,8 @@ def step(wf, name):
 
 
 def run(conn):
-    conn.execute("SELECT wf_configure_queue(%s, backoff_base => '200 ms', backoff_max => '1 s')",
-                 (QUEUE,))
-    wid = conn.execute("SELECT wf_submit(%s)", (Jsonb(SPEC),)).fetchone()[0]
+    pg_wf.configure_queue(conn, QUEUE, backoff_base="200 ms", backoff_max="1 s")
+    wid = pg_wf.submit(conn, SPEC)
     say(f"wf_submit: {len(SPEC['steps'])} steps in one call -> workflow {wid}")
     say("  fetch -> (summarize | translate) -> approve (waits for 'approve:<id>') -> publish")
 
@@ -254,8 +252,7 @@ def run(conn):
           f" {row[4]} blocked", flush=True)
 
     time.sleep(0.5)  # a human takes a moment; nothing depends on this
-    woken = conn.execute("SELECT wf_signal(%s, %s)",
-                         (f"approve:{wid}", Jsonb({"by": "demo"}))).fetchone()[0]
+    woken = pg_wf.signal(conn, f"approve:{wid}", {"by": "demo"})
     say(f"driver: wf_signal('approve:{wid}', '{{\"by\": \"demo\"}}') -> {woken} job woken")
 
     wf = wait_until(conn, wid, "the workflow finishes", lambda wf: wf["status"] == "done")
@@ -305,12 +302,11 @@ def check(conn, wid, wf):
 
 def main():
     ctx = multiprocessing.get_context("spawn")
-    stop = ctx.Event()
     ready = ctx.Barrier(WORKERS + 1)
     with psycopg.connect(autocommit=True, application_name="pg_wf demo workflow") as conn:
         if conn.execute("SELECT count(*) FROM wf.jobs WHERE queue = %s", (QUEUE,)).fetchone()[0]:
             sys.exit(f"queue {QUEUE!r} already has jobs: run the demo on a fresh database")
-        procs = [ctx.Process(target=worker_process, args=(f"a{i + 1}", stop, ready, T0),
+        procs = [ctx.Process(target=worker_process, args=(f"a{i + 1}", ready, T0),
                              name=f"a{i + 1}") for i in range(WORKERS)]
         for p in procs:
             p.start()
@@ -319,17 +315,15 @@ def main():
             say(f"started {WORKERS} workers on queue {QUEUE!r} (pids"
                 f" {', '.join(str(p.pid) for p in procs)})")
             return run(conn)
-        except BaseException:  # Ctrl-C or an error: stop the workers now
+        finally:  # done, Ctrl-C or an error: SIGTERM, each worker shuts down gracefully
             for p in procs:
-                p.terminate()
-            raise
-        finally:
-            stop.set()
-            for p in procs:
-                p.join(timeout=5)
                 if p.is_alive():
                     p.terminate()
-                    p.join(timeout=5)
+            for p in procs:
+                p.join(timeout=10)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
 
 
 if __name__ == "__main__":

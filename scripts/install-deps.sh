@@ -14,9 +14,14 @@ if ! has postgresql-server-dev-15; then
     if [ -n "$server_version" ]; then need+=("postgresql-server-dev-15=$server_version")
     else need+=(postgresql-server-dev-15); fi
 fi
-for pkg in nlohmann-json3-dev libgtest-dev libipc-run-perl python3-psycopg pgbouncer g++ make; do
+for pkg in nlohmann-json3-dev libgtest-dev libipc-run-perl python3-psycopg pgbouncer g++ make \
+           python3-pytest chromium; do
     has "$pkg" || need+=("$pkg")
 done
+# The TypeScript library's tests: any Node.js 18 or later (Debian's, unless
+# one is installed already).
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 
 if [ ${#need[@]} -eq 0 ]; then
     echo "install-deps: everything present"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test of pg_wf: unit tests of the pure core, pg_regress for the
 # SQL API, isolation specs for concurrency, TAP crash tests. Installs what is
-# missing first. Usage: scripts/test.sh [unit|regress|isolation|tap ...]
+# missing first. Usage: scripts/test.sh [unit|regress|isolation|tap|clients ...]
+# (clients: the Python and TypeScript libraries' suites and the dashboard's
+# browser test, against one throwaway cluster.)
 # Ends with one line "N passed, M failed".
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 suites=("$@")
-[ ${#suites[@]} -eq 0 ] && suites=(unit regress isolation tap)
+[ ${#suites[@]} -eq 0 ] && suites=(unit regress isolation tap clients)
 want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 "$repo/scripts/install-deps.sh" || exit 1
@@ -79,6 +81,54 @@ server_suite() {
 want regress && server_suite "pg_regress: the SQL API" regresscheck
 want isolation && server_suite "isolation specs: concurrency" isolationcheck
 want tap && server_suite "TAP: crashes, restarts, recovery" tapcheck
+
+# The client suites share one throwaway cluster with pg_wf preloaded; each
+# suite's runner ends with "N passed, M failed".
+client_suite() {
+    local name=$1 runner=$2
+    echo "== $name"
+    if [ ! -f "$work/$runner" ]; then
+        echo "missing $runner"; count 0 1; return
+    fi
+    local out
+    out=$(cd "$work" && as_user env PG_WF_TEST_DSN="$client_dsn" HOME="$work/.home" \
+              timeout 1800 bash "$runner" 2>&1)
+    echo "$out" | tail -n 60
+    local line p f
+    line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed$/\1/p')
+    if [ -z "$line" ]; then p=0; f=1; fi
+    count "${p:-0}" "${f:-0}"
+}
+if want clients; then
+    cluster="$work/clients-cluster"
+    client_port=${PG_WF_CLIENTS_PORT:-5491}
+    bindir=$("$PG_CONFIG" --bindir)
+    mkdir -p "$work/.home" && { [ -z "$run_as" ] || chown "$run_as" "$work/.home"; }
+    as_user "$bindir/initdb" -D "$cluster" -A trust -U postgres >/dev/null
+    cat >> "$cluster/postgresql.conf" <<CONF
+shared_preload_libraries = 'pg_wf'
+port = $client_port
+listen_addresses = ''
+unix_socket_directories = '$work'
+wf.sweep_interval = '200ms'
+max_connections = 200
+fsync = off
+CONF
+    if as_user "$bindir/pg_ctl" -D "$cluster" -l "$work/clients-cluster.log" -w start >/dev/null; then
+        as_user "$bindir/psql" -h "$work" -p "$client_port" -U postgres -qAtX \
+            -c "CREATE DATABASE wftest" \
+            -c "\\c wftest" -c "CREATE EXTENSION pg_wf" >/dev/null
+        client_dsn="host=$work port=$client_port user=postgres dbname=wftest"
+        client_suite "Python library: pytest" clients/python/run-tests.sh
+        client_suite "TypeScript library: node --test" clients/typescript/run-tests.sh
+        client_suite "dashboard: headless Chromium" clients/python/dashboard-tests.sh
+        as_user "$bindir/pg_ctl" -D "$cluster" -m fast -w stop >/dev/null
+    else
+        tail -n 20 "$work/clients-cluster.log"; count 0 1
+    fi
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

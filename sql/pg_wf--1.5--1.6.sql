@@ -116,6 +116,35 @@ SELECT queue, version,
 ALTER VIEW wf.version_stats OWNER TO wf_owner;
 GRANT SELECT ON wf.version_stats TO PUBLIC;
 
+CREATE OR REPLACE VIEW wf.queue_stats WITH (security_barrier) AS
+SELECT q.*, CASE WHEN c.rate_limit IS NOT NULL
+                 THEN wf._rate_left(q.queue, NULL, c.rate_limit,
+                                    coalesce(c.rate_period, interval '1 second')) END AS rate_left,
+       coalesce(c.paused, false) AS paused, c.max_running,
+       coalesce(c.max_attempts, 5) AS max_attempts, c.lease, c.rate_limit, c.rate_period,
+       c.key_rate_limit, c.key_concurrency, coalesce(c.fair, false) AS fair,
+       coalesce(c.ordered, false) AS ordered, c.max_run_time, c.version
+FROM (SELECT queue,
+       count(*) FILTER (WHERE status = 'blocked')   AS blocked,
+       count(*) FILTER (WHERE status = 'pending')   AS pending,
+       count(*) FILTER (WHERE status = 'running')   AS running,
+       count(*) FILTER (WHERE status = 'waiting')   AS waiting,
+       count(*) FILTER (WHERE status = 'done')      AS done,
+       count(*) FILTER (WHERE status = 'failed')    AS failed,
+       count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+       now() - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= now())
+                                                    AS oldest_ready_age
+  FROM (SELECT queue, status, run_at FROM wf.job_states
+        UNION ALL
+        SELECT queue, NULL, NULL FROM wf.queue_config WHERE wf._visible(queue)) AS q
+ GROUP BY queue) AS q
+LEFT JOIN wf.queue_config c ON c.queue = q.queue;
+
+-- Observe: a right to read, for a dashboard's or an exporter's role.
+ALTER TABLE wf.grant DROP CONSTRAINT grant_capability_check,
+    ADD CONSTRAINT grant_capability_check
+        CHECK (capability IN ('produce', 'work', 'signal', 'operate', 'observe', 'administer'));
+
 CREATE OR REPLACE VIEW wf.schedules WITH (security_barrier) AS
 SELECT name, cron, queue, payload, next_run_at AS next_run, last_run_at AS last_run,
        last_job_id, created_at, updated_at, enabled

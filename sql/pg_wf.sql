@@ -340,7 +340,8 @@ CREATE INDEX schedule_due ON wf.schedule (next_run_at);
 CREATE TABLE wf.grant (
     grantee    regrole     NOT NULL,
     capability text        NOT NULL
-               CHECK (capability IN ('produce', 'work', 'signal', 'operate', 'administer')),
+               CHECK (capability IN ('produce', 'work', 'signal', 'operate', 'observe',
+                                     'administer')),
     queues     text        NOT NULL CHECK (queues <> ''),
     granted_by regrole     NOT NULL,
     granted_at timestamptz NOT NULL DEFAULT now(),
@@ -422,10 +423,16 @@ SET search_path = pg_catalog, pg_temp;
 
 -- One row per queue: a configured queue without jobs shows zeros.
 -- rate_left: claims its rate limit still allows in the current window.
+-- Then the queue's settings (1.6; wf_configure_queue's, defaults where it
+-- has none), for readers who may not read wf.queue_config.
 CREATE VIEW wf.queue_stats WITH (security_barrier) AS
 SELECT q.*, CASE WHEN c.rate_limit IS NOT NULL
                  THEN wf._rate_left(q.queue, NULL, c.rate_limit,
-                                    coalesce(c.rate_period, interval '1 second')) END AS rate_left
+                                    coalesce(c.rate_period, interval '1 second')) END AS rate_left,
+       coalesce(c.paused, false) AS paused, c.max_running,
+       coalesce(c.max_attempts, 5) AS max_attempts, c.lease, c.rate_limit, c.rate_period,
+       c.key_rate_limit, c.key_concurrency, coalesce(c.fair, false) AS fair,
+       coalesce(c.ordered, false) AS ordered, c.max_run_time, c.version
 FROM (SELECT queue,
        count(*) FILTER (WHERE status = 'blocked')   AS blocked,
        count(*) FILTER (WHERE status = 'pending')   AS pending,

@@ -114,9 +114,7 @@ SELECT * FROM bad_calls(ARRAY[
   $$wf_claim('bad_q', max_jobs => 2147483647)$$,
   $$wf_configure_queue('bad_cfg', max_attempts => 0)$$,
   $$wf_configure_queue('bad_cfg', max_attempts => -3)$$,
-  $$wf_configure_queue('bad_cfg', max_running => 0)$$,
-  $$wf_configure_queue('bad_cfg', max_running => -1)$$,
-  $$wf_configure_queue('bad_new', max_running => 0)$$
+  $$wf_configure_queue('bad_cfg', max_running => -1)$$
 ]);
 SELECT count(*) AS claimed FROM wf_claim('bad_empty', max_jobs => 10000);
 

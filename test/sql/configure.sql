@@ -128,3 +128,10 @@ SELECT wf_enqueue('cfg_pause', '{"n": 1}') IS NOT NULL AS enqueued;
 SELECT count(*) AS claimed FROM wf_claim('cfg_pause');
 SELECT wf_configure_queue('cfg_pause', paused => false);
 SELECT payload FROM wf_claim('cfg_pause');
+
+-- max_running => 0 removes the limit (1.6), as 0 removes flow control's;
+-- wf.queue_stats shows the settings to any reader of the queue.
+SELECT wf_configure_queue('cfg_mr', max_running => 3, paused => true);
+SELECT paused, max_running, max_attempts FROM wf.queue_stats WHERE queue = 'cfg_mr';
+SELECT wf_configure_queue('cfg_mr', max_running => 0, paused => false);
+SELECT paused, max_running FROM wf.queue_stats WHERE queue = 'cfg_mr';

@@ -80,4 +80,20 @@ SET ROLE ob_viewer;
 SELECT count(*) AS seen FROM wf.metrics;
 SELECT count(*) AS seen_directly FROM wf._metrics();
 RESET ROLE;
+
+-- observe: a right to read and nothing else (a dashboard's, an exporter's).
+SELECT wf_submit('{"name": "ob-flow", "queue": "ob_wf", "steps": [{"name": "a"}]}') IS NOT NULL;
+SELECT wf_grant('ob_viewer', 'observe', 'ob*');
+SET ROLE ob_viewer;
+SELECT count(*) AS queues_seen FROM wf.queue_stats WHERE queue IN ('ob', 'ob_m', 'ob_wf');
+SELECT count(*) > 0 AS metrics_seen FROM wf.metrics WHERE queue = 'ob_m';
+SELECT wf_workflow(workflow_id) ->> 'status' AS status FROM wf.workflows WHERE name = 'ob-flow';
+SELECT try_sql($$SELECT wf_cancel('ob', 1)$$);
+SELECT try_sql($$SELECT wf_enqueue('ob', '{}')$$);
+RESET ROLE;
+SELECT wf_revoke('ob_viewer', 'observe', 'ob*');
+SET ROLE ob_viewer;
+SELECT try_sql($$SELECT wf_workflow(workflow_id) FROM wf.workflows$$) AS after_revoke;
+SELECT count(*) AS queues_seen FROM wf.queue_stats;
+RESET ROLE;
 DROP ROLE ob_viewer;

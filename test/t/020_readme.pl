@@ -439,6 +439,8 @@ SELECT wf_enqueue('emails', '{"to": "flaky@example.com"}');
 	# one the psql session holds.
 	local $ENV{PGHOST} = $node->host;
 	local $ENV{PGPORT} = $node->port;
+	# The README's worker uses the Python library from this repository.
+	local $ENV{PYTHONPATH} = "$root/clients/python";
 	local $ENV{README_TIMEOUT} = '20';
 	local $ENV{README_DONE_SQL} = "SELECT NOT EXISTS (SELECT 1 FROM wf.jobs WHERE queue = 'emails'"
 	  . " AND status <> 'done' AND NOT (status = 'pending' AND run_at > now() + interval '1 minute')"

@@ -32,7 +32,7 @@ PreparedStatement upsert_config(
     "        max_run_time, version)"
     " VALUES ($1, coalesce($2, " WF_SQL_DEFAULT_MAX_ATTEMPTS "), coalesce($3, '1 second'),"
     "         coalesce($4, greatest(coalesce($3, '1 second'), '1 hour')),"
-    "         nullif($5, '0'), $6, coalesce($7, false),"
+    "         nullif($5, '0'), nullif($6, 0), coalesce($7, false),"
     "         nullif($8, 0), $9, nullif($10, 0), nullif($11, 0), coalesce($12, false),"
     "         coalesce($13, false), nullif($14, '0'), nullif($15, ''))"
     " ON CONFLICT (queue) DO UPDATE SET"
@@ -40,7 +40,7 @@ PreparedStatement upsert_config(
     "   backoff_base = coalesce($3, c.backoff_base),"
     "   backoff_max = coalesce($4, c.backoff_max),"
     "   lease = CASE WHEN $5 IS NULL THEN c.lease ELSE nullif($5, '0') END,"
-    "   max_running = coalesce($6, c.max_running),"
+    "   max_running = CASE WHEN $6 IS NULL THEN c.max_running ELSE nullif($6, 0) END,"
     "   paused = coalesce($7, c.paused),"
     "   rate_limit = CASE WHEN $8 IS NULL THEN c.rate_limit ELSE nullif($8, 0) END,"
     "   rate_period = coalesce($9, c.rate_period),"
@@ -169,7 +169,8 @@ WF_SQL_FUNCTION(wf_configure_queue) {
     if (!PG_ARGISNULL(2)) interval_arg(fcinfo, 2, "backoff_base", false);
     if (!PG_ARGISNULL(3)) interval_arg(fcinfo, 3, "backoff_max", false);
     if (!PG_ARGISNULL(4)) interval_arg(fcinfo, 4, "lease", true);
-    if (!PG_ARGISNULL(5)) core::validate_positive(PG_GETARG_INT32(5), "max_running");
+    // max_running => 0 removes the limit, as 0 does for the limits of flow control.
+    if (!PG_ARGISNULL(5)) core::validate_not_negative(PG_GETARG_INT32(5), "max_running");
     // Limits: 0 removes one; below 0 is an error.
     if (!PG_ARGISNULL(7)) core::validate_not_negative(PG_GETARG_INT32(7), "rate_limit");
     if (!PG_ARGISNULL(8)) interval_arg(fcinfo, 8, "rate_period", false);

@@ -14,8 +14,8 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-constexpr const char* kNames[] = {"produce", "work", "signal", "operate", "administer"};
-constexpr int kCapabilities = 5;
+constexpr const char* kNames[] = {"produce", "work", "signal", "operate", "observe", "administer"};
+constexpr int kCapabilities = 6;
 
 // The functions each capability opens (administer: all of them), by name:
 // wf_grant gives EXECUTE on them, wf_revoke takes it back.
@@ -27,6 +27,7 @@ const char* const kFunctions[kCapabilities] = {
     "{wf_signal}",
     "{wf_retry,wf_cancel,wf_cancel_workflow,wf_workflow,wf_wait_job,wf_wait_workflow,"
     "wf_retry_where,wf_cancel_where}",
+    "{wf_workflow}",
     "{wf_configure_queue,wf_schedule,wf_unschedule,wf_sweep,wf_recover_lost_claims,"
     "wf_grant,wf_revoke,wf_enqueue,wf_enqueue_batch,wf_submit,wf_claim,wf_complete_and_claim,"
     "wf_heartbeat,wf_complete,wf_complete_many,wf_fail,wf_checkpoint,wf_snooze,wf_await_event,"
@@ -175,7 +176,7 @@ GrantArgs grant_args(FunctionCallInfo fcinfo) {
     if (!capability)
         throw core::Error(core::sqlstate::invalid_parameter,
                           "capability \"" + std::string(name) + "\" does not exist",
-                          {}, "Capabilities are produce, work, signal, operate and administer.");
+                          {}, "Capabilities are produce, work, signal, operate, observe and administer.");
     args.capability = *capability;
     args.queues = text_arg(fcinfo, 2, "queues");
     core::validate_queue_name(args.queues);

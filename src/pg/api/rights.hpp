@@ -14,6 +14,8 @@
 //               it matches queue names)
 //   operate     wf_retry, wf_cancel, wf_cancel_workflow, wf_workflow, wf_wait_job,
 //               wf_wait_workflow, wf_retry_where, wf_cancel_where
+//   observe     (1.6) nothing but reading: the views and wf_workflow (which
+//               any right opens), for a dashboard's or an exporter's role
 //   administer  wf_configure_queue, wf_schedule, wf_unschedule, wf_enable_schedule, wf_grant,
 //               wf_revoke; on '*': wf_sweep, wf_recover_lost_claims.
 //               Administer implies every other right on the same queues.
@@ -32,7 +34,7 @@
 
 namespace wf::pg {
 
-enum class Capability { produce, work, signal, operate, administer };
+enum class Capability { produce, work, signal, operate, observe, administer };
 
 // The capability's SQL name ('produce', ...), and back (none for a bad name).
 const char* capability_name(Capability c);
