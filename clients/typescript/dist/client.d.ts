@@ -92,6 +92,7 @@ export interface QueueSettings {
     backoffMax?: Duration;
     /** heartbeat deadline of a claim; `0` removes it */
     lease?: Duration;
+    /** the most jobs of the queue running at once; `0` removes the limit */
     maxRunning?: number;
     paused?: boolean;
     rateLimit?: number;
