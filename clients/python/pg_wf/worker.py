@@ -377,6 +377,12 @@ class Worker:
                 job.complete(result)
             elif result is not None and job._finished == "completed":
                 jlog.debug("%s: completed by the handler; its return value is not used", job)
+            elif job._finished == "stale":
+                # Refused (a cancel was requested, or the token went stale) inside
+                # job.transaction(): the block rolled back, so an attempt that is
+                # still this session's (a cancel request) must still end, or it
+                # stays running while the session lives.
+                self._end_lost(job, "wf_complete was refused")
         except Suspended as s:
             jlog.info("%s: parked (%s)", job, s)
         except JobLost as e:

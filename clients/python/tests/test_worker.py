@@ -134,6 +134,27 @@ def test_heartbeat_tells_a_handler_its_job_was_cancelled(conn, queue, make_worke
     assert "no longer this worker's" in caplog.text
 
 
+def test_a_completion_refused_in_its_transaction_still_ends_a_cancelled_job(conn, queue, make_worker):
+    # A cancel requested while the job runs: wf_complete ends it cancelled and
+    # says false, job.transaction() rolls back (that ending too), and the
+    # worker ends the attempt, so the job does not stay running.
+    w = make_worker(heartbeat_every=60)
+    seen = []
+
+    @w.handler(queue)
+    def handle(job):
+        with psycopg.connect(conn.info.dsn, autocommit=True) as other:
+            assert pg_wf.cancel(other, queue, job.id)
+        with job.transaction() as tx:
+            tx.execute("SELECT 1")
+            seen.append(job.complete({"ok": True}))
+
+    with w:
+        job_id = pg_wf.enqueue(conn, queue)
+        assert pg_wf.wait_job(conn, queue, job_id, 5).status == "cancelled"
+    assert seen == []  # complete() rolled the block back
+
+
 def test_errors_become_wf_fail(conn, queue, make_worker):
     pg_wf.configure_queue(conn, queue, backoff_base="100 ms", backoff_max="100 ms")
     w = make_worker()
