@@ -73,6 +73,8 @@ my @skip = (
 	[ 'sh', 'make && sudo make install',
 		'the build and install this test runs on (scripts/test.sh does them first)' ],
 	[ '', 'sql/pg_wf.sql ', 'the Layout: a list of files, not code' ],
+	[ 'js', '// worker.mjs', 'the TypeScript worker: clients/typescript/test/readme.test.ts runs it '
+		  . 'as written (scripts/test.sh clients)' ],
 	[ 'yaml', '# queries.yaml of postgres_exporter',
 		'a postgres_exporter configuration; its query reads wf.metrics, whose '
 		  . 'counters pg_regress operate_bulk checks' ],

@@ -22,9 +22,16 @@ function dsnUrl(dsn: string): string {
   return `postgresql://${auth}${host}${c.port ? `:${c.port}` : ''}/${encodeURIComponent(c.database ?? '')}`;
 }
 
-test('the README\'s worker runs as written', async () => {
-  const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
-  const section = readme.slice(readme.indexOf('## A worker'));
+// This package's README and the repository's (its section on the worker
+// libraries) show the same worker; both run as written.
+for (const [name, path, heading] of [
+  ['the README', '../README.md', '## A worker'],
+  ['the repository README', '../../../README.md', '## Worker libraries'],
+] as const)
+test(`${name}'s worker runs as written`, async () => {
+  const readme = readFileSync(fileURLToPath(new URL(path, import.meta.url)), 'utf8');
+  assert.ok(readme.includes(heading), `${path} has a section ${heading}`);
+  const section = readme.slice(readme.indexOf(heading));
   const block = /```js\n([\s\S]*?)```/.exec(section)?.[1];
   assert.ok(block, 'the README has a worker in a js block');
   assert.ok(block.split('\n').length <= 20, 'a short one');
