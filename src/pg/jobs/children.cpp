@@ -179,24 +179,58 @@ WorkflowOutcome read_workflow_outcome(Datum workflow_id) {
     return outcome;
 }
 
+// A text datum of a row, as bytes (short texts: never toasted).
+std::string_view text_of(Datum d) {
+    text* t = reinterpret_cast<text*>(DatumGetPointer(d));
+    return std::string_view(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
 void jobs_ended(const Rows& rows) {
+    if (rows.empty()) return;
+    // Read by position, once per statement: a completion of 100 jobs runs
+    // this for each of them.
+    SPITupleTable* table = rows.table();
+    const int queue_at = rows.position("queue"), id_at = rows.position("id"),
+              status_at = rows.position("status"), workflow_at = rows.position("workflow_id"),
+              child_of_at = rows.position("child_of");
+    // Hashes for result waiters only when there is one (wakeup.hpp).
+    const bool any_waiter = result_waiters_present();
     std::vector<int64> cancelled;
     std::vector<pg_uuid_t> child_workflows;
+    std::string_view counted_queue;
+    int64 counted[3] = {0, 0, 0};  // done, failed, cancelled of counted_queue
+    auto flush_counts = [&] {
+        const Metric metrics[3] = {Metric::completed, Metric::failed, Metric::cancelled};
+        for (int m = 0; m < 3; m++)
+            if (counted[m]) count(counted_queue, metrics[m], counted[m]), counted[m] = 0;
+    };
     for (uint64 r = 0; r < rows.size(); r++) {
-        std::string status = rows.text_at(r, "status");
-        if (status != "done" && status != "failed" && status != "cancelled") continue;
-        int64 id = rows.int64_at(r, "id");
-        count(rows.text_at(r, "queue"), status == "done"     ? Metric::completed
-                                        : status == "failed" ? Metric::failed
-                                                             : Metric::cancelled);
-        note_result_ready(job_result_hash(id));
-        if (!rows.is_null(r, "workflow_id")) {
-            pg_uuid_t workflow = uuid_of(rows.datum(r, "workflow_id"));
-            note_result_ready(workflow_result_hash(workflow));
-            if (!rows.is_null(r, "child_of")) child_workflows.push_back(workflow);
+        HeapTuple tuple = table->vals[r];
+        bool isnull;
+        Datum status_datum = SPI_getbinval(tuple, table->tupdesc, status_at, &isnull);
+        if (isnull) continue;
+        std::string_view status = text_of(status_datum);
+        int kind = status == "done" ? 0 : status == "failed" ? 1 : status == "cancelled" ? 2 : -1;
+        if (kind < 0) continue;
+        int64 id = DatumGetInt64(SPI_getbinval(tuple, table->tupdesc, id_at, &isnull));
+        std::string_view queue = text_of(SPI_getbinval(tuple, table->tupdesc, queue_at, &isnull));
+        if (queue != counted_queue) {
+            flush_counts();
+            counted_queue = queue;
         }
-        if (status == "cancelled") cancelled.push_back(id);
+        counted[kind]++;
+        if (any_waiter) note_result_ready(job_result_hash(id));
+        else note_results_unhashed();
+        Datum workflow = SPI_getbinval(tuple, table->tupdesc, workflow_at, &isnull);
+        if (!isnull) {
+            pg_uuid_t uuid = uuid_of(workflow);
+            if (any_waiter) note_result_ready(workflow_result_hash(uuid));
+            SPI_getbinval(tuple, table->tupdesc, child_of_at, &isnull);
+            if (!isnull) child_workflows.push_back(uuid);
+        }
+        if (kind == 2) cancelled.push_back(id);
     }
+    flush_counts();
     // Children's rows are locked in one order by every transaction.
     std::sort(child_workflows.begin(), child_workflows.end(), uuid_less);
     for (size_t i = 0; i < child_workflows.size(); i++)

@@ -56,6 +56,9 @@ bool noted_overflow = false;  // too many queues: wake every waiter of the datab
 uint32 noted_results[kMaxNotedQueues];
 int noted_result_count = 0;
 bool noted_results_overflow = false;  // too many: wake every result waiter of the database
+// Jobs ended while no result waiter existed, so their hashes were not
+// noted: if a waiter has registered by the commit, it is woken anyway.
+bool results_unhashed = false;
 bool releases_deferred = false;
 bool launcher_wake_noted = false;
 
@@ -66,7 +69,7 @@ bool launcher_wake_noted = false;
 // worker its debts at its next pass).
 void on_transaction_end(XactEvent event, void*) {
     bool noted_any = noted_count > 0 || noted_overflow || releases_deferred || launcher_wake_noted ||
-                     noted_result_count > 0 || noted_results_overflow;
+                     noted_result_count > 0 || noted_results_overflow || results_unhashed;
     if (!noted_any) return;
     bool committed = event == XACT_EVENT_COMMIT;
     if (!committed && event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT &&
@@ -74,8 +77,9 @@ void on_transaction_end(XactEvent event, void*) {
         return;
     if (committed) {
         if (noted_count > 0 || noted_overflow) wake_waiters(noted, noted_count, noted_overflow);
-        if (noted_result_count > 0 || noted_results_overflow)
-            wake_result_waiters(noted_results, noted_result_count, noted_results_overflow);
+        if (noted_result_count > 0 || noted_results_overflow || results_unhashed)
+            wake_result_waiters(noted_results, noted_result_count,
+                                noted_results_overflow || results_unhashed);
         if (releases_deferred) wake_database_worker_for_releases(MyDatabaseId);
         if (launcher_wake_noted) wake_launcher();
     }
@@ -83,6 +87,7 @@ void on_transaction_end(XactEvent event, void*) {
     noted_overflow = false;
     noted_result_count = 0;
     noted_results_overflow = false;
+    results_unhashed = false;
     releases_deferred = false;
     launcher_wake_noted = false;
 }
@@ -147,6 +152,18 @@ uint32 job_result_hash(int64 id) {
 
 uint32 workflow_result_hash(const pg_uuid_t& id) {
     return hash_bytes_extended(id.data, UUID_LEN, 2) & 0xffffffffu;
+}
+
+bool result_waiters_present() {
+    if (!waiting) return false;
+    // Read before the job's end commits: a waiter that registers later reads
+    // the job after this commit, or is woken by it (note_results_unhashed).
+    pg_memory_barrier();
+    return pg_atomic_read_u32(&waiting->result_waiters) > 0;
+}
+
+void note_results_unhashed() {
+    if (waiting) results_unhashed = true;
 }
 
 void note_result_ready(uint32 hash) {

@@ -33,6 +33,11 @@ void wake_waiters(const uint32* hashes, int count, bool all);
 uint32 job_result_hash(int64 id);
 uint32 workflow_result_hash(const pg_uuid_t& id);
 void note_result_ready(uint32 hash);
+// Whether any session waits for a result now. When none does, a job that
+// ends need not hash its ids: it notes that it did not, and its commit then
+// wakes every result waiter of the database, in case one registered since.
+bool result_waiters_present();
+void note_results_unhashed();
 // Registers this session as waiting for `hash` (end_waiting() ends it);
 // false without pg_wf's shared memory (the waiter must then poll).
 bool begin_waiting_for_result(uint32 hash);
