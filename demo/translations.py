@@ -2,38 +2,50 @@
 """pg_wf demo, part 3: child workflows, progress, and waiting for a result.
 
 A manual must be translated into four languages. The driver submits one
-workflow for it (wf_submit) with a single step, localize, and then simply
-waits for the whole result with wf_wait_workflow(id, '60 s'): one blocking
-call, woken by the commit that finishes the workflow, no polling loop.
+workflow for it (pg_wf.submit, i.e. wf_submit) with a single step, localize,
+and then simply waits for the whole result with pg_wf.wait_workflow(conn, id,
+timeout=60) (wf_wait_workflow): one blocking call, woken by the commit that
+finishes the workflow, no polling loop. Four worker processes, each a
+pg_wf.Worker of the Python library (clients/python) with one handler per
+step, run the steps:
 
 - localize reads the document, finds its target languages and starts ONE
-  CHILD WORKFLOW PER LANGUAGE with wf_start_child (named after the language;
-  each child is translate -> proofread), then parks with wf_await_children:
-  the job is `waiting` and holds no worker. When the last child has finished
-  it is claimed again, and its `events` hold each child's outcome as
-  "wf:child:<lang>". It completes with the collected translations, and with
-  wf_complete_with_steps adds one publish step per translation that came
-  back (a fan-out known only at run time) and an index step after them all.
-- translate reports wf_progress({"sentences_done": k, "of": n}) after each
-  sentence; a second connection of the driver reads it from wf.jobs and
-  prints every language's progress while the driver's wf_wait_workflow
-  blocks. The Spanish translate fails once (a 503) and pg_wf retries it
+  CHILD WORKFLOW PER LANGUAGE with job.start_child (wf_start_child; named
+  after the language, each child is translate -> proofread), then calls
+  job.await_children(), which parks the job (wf_await_children): it is
+  `waiting` and holds no worker. When the last child has finished it is
+  claimed again, the handler runs again from the top, and await_children now
+  returns each child's outcome (delivered into its `events` as
+  "wf:child:<lang>"). It completes with the collected translations, and
+  job.add_steps adds one publish step per translation that came back (a
+  fan-out known only at run time) and an index step after them all: they
+  join the workflow as it completes (wf_complete_with_steps).
+- translate reports job.progress({"sentences_done": k, "of": n})
+  (wf_progress) after each sentence; a second connection of the driver reads
+  it from wf.jobs and prints every language's progress while the driver's
+  wait blocks. The Spanish translate fails once (a 503) and pg_wf retries it
   inside its child workflow; the parent never notices.
-- at the end the driver prints the tree: wf_workflow of the root, its
-  localize step's "children", and each child's steps.
+- at the end the driver prints the tree: pg_wf.workflow (wf_workflow) of the
+  root, its localize step's "children", and each child's steps.
 
 Connects like any libpq client (PGHOST, PGPORT, PGDATABASE, PGUSER);
 scripts/demo.sh sets it all up and runs it after demo/workflow.py.
 """
+import functools
 import json
+import logging
 import multiprocessing
+import os
 import signal
 import sys
 import threading
 import time
 
 import psycopg
-from psycopg.types.json import Jsonb
+
+# The library from this repository (elsewhere: pip install clients/python).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
+import pg_wf  # noqa: E402
 
 QUEUE = "translations"
 WORKERS = 4
@@ -52,26 +64,12 @@ def say(line):
 
 def short(value, width=60):
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    text = text.split("\n", 1)[0]  # an error's first line, without its traceback
     return text if len(text) <= width else text[:width - 1] + "…"
-
-
-class Parked(Exception):
-    """The step parked its job (wf_await_children): nothing to complete now."""
 
 
 class UpstreamError(Exception):
     """A transient failure of a service a step calls; worth a retry."""
-
-
-class JobLost(Exception):
-    """The job is no longer ours: stop working on it."""
-
-
-class WithSteps:
-    """A step's result that also adds steps to its workflow (fan-out)."""
-
-    def __init__(self, result, steps):
-        self.result, self.steps = result, steps
 
 
 # ---------------------------------------------------------------- the document
@@ -124,63 +122,31 @@ SECONDS_PER_SENTENCE = {"fr": 0.2, "de": 0.3, "es": 0.2, "it": 0.15}
 
 
 def child_spec(doc, lang):
-    """The child workflow of one language: what wf_submit would take."""
+    """The child workflow of one language: what pg_wf.submit would take."""
     return {"name": f"{doc}/{lang}", "queue": QUEUE,
             "steps": [{"name": "translate", "payload": {"doc": doc, "lang": lang}},
                       {"name": "proofread", "after": ["translate"], "payload": {"lang": lang}}]}
 
 
 # ---------------------------------------------------------------- the worker
+# One pg_wf.Worker per process, one handler per step (worker_process, below).
+# The library claims, heartbeats, completes with the handler's return value,
+# turns an exception into wf_fail, and ends a run that parked its job.
 
-class Job:
-    """One claimed step, with what wf_claim hands a workflow step."""
-
-    def __init__(self, conn, worker, row):
-        (self.id, self.attempt, self.workflow_id, self.step, self.payload,
-         self.inputs, self.checkpoints, self.events) = row
-        self.conn, self.worker = conn, worker
-
-    def say(self, text):
-        lang = (self.payload or {}).get("lang")
-        what = f"{self.step} {lang}" if lang and self.step in ("translate", "proofread") else self.step
-        say(f"{self.worker}: {what} (attempt {self.attempt}): {text}")
-
-    def sql(self, query, *args):
-        """A call that takes the job's fencing token (queue, id, attempt) first."""
-        return self.conn.execute(query, (QUEUE, self.id, self.attempt) + args).fetchone()[0]
-
-    def progress(self, report):
-        if not self.sql("SELECT wf_progress(%s, %s, %s, %s)", Jsonb(report)):
-            raise JobLost(f"job {self.id} attempt {self.attempt} is no longer ours")
+def tell(job, text):
+    lang = (job.payload or {}).get("lang")
+    what = f"{job.step} {lang}" if lang and job.step in ("translate", "proofread") else job.step
+    say(f"{job.worker_name}: {what} (attempt {job.attempt}): {text}")
 
 
-def work(conn, name, stop):
-    while not stop.is_set():
-        row = conn.execute(
-            "SELECT id, attempt, workflow_id, step_name, payload, inputs, checkpoints, events"
-            "  FROM wf_claim(%s, worker => %s, wait => '1 s')", (QUEUE, name)).fetchone()
-        if row is None:
-            continue
-        job = Job(conn, name, row)
-        try:
-            result = STEPS[job.step.split("-")[0]](job)
-        except (Parked, JobLost):
-            continue
-        except Exception as e:
-            status = job.sql("SELECT wf_fail(%s, %s, %s, %s)", f"{type(e).__name__}: {e}")
-            job.say(f"failed ({e}): wf_fail -> {status}"
-                    + (", pg_wf retries it after a backoff" if status == "pending" else ""))
-            continue
-        if isinstance(result, WithSteps):
-            ok = job.sql("SELECT wf_complete_with_steps(%s, %s, %s, %s, %s)",
-                         Jsonb(result.result), Jsonb(result.steps))
-            added = ", ".join(s["name"] for s in result.steps)
-            job.say(f"wf_complete_with_steps -> true: done, and added {added}" if ok
-                    else "wf_complete_with_steps refused a stale token")
-        elif not job.sql("SELECT wf_complete(%s, %s, %s, %s)", Jsonb(result)):
-            job.say("wf_complete refused a stale token")
-        elif job.step == "index" or job.step.startswith("publish-"):
-            job.say(f"done -> {short(result, 80)}")
+def narrated(step):
+    """A step's handler that says what it returned."""
+    @functools.wraps(step)
+    def handler(job):
+        result = step(job)
+        tell(job, f"done -> {short(result, 80)}")
+        return result
+    return handler
 
 
 # ---------------------------------------------------------------- the steps
@@ -189,44 +155,41 @@ def localize(job):
     doc_name = job.payload["doc"]
     doc = DOCUMENTS[doc_name]
     langs = doc["translate_into"]
-    events = job.events or {}
-    outcomes = {k[len("wf:child:"):]: v for k, v in events.items() if k.startswith("wf:child:")}
-    if "wf:children" in events:  # the await's timeout passed
-        raise RuntimeError(f"children did not finish in time: {events['wf:children']}")
+    arrived = job.child_outcomes()  # the outcomes this claim's events hold
+    waiting = not set(langs) <= arrived.keys()
+    if not arrived:
+        tell(job, f"reads {doc_name!r}: {len(doc['sentences'])} sentences, to translate into"
+                  f" {', '.join(langs)}")
 
-    if not set(langs) <= outcomes.keys():
-        if not outcomes:
-            job.say(f"reads {doc_name!r}: {len(doc['sentences'])} sentences, to translate into"
-                    f" {', '.join(langs)}")
-        started = []
-        for lang in langs:
-            # Idempotent per (job, name): a later attempt gets the same child back.
-            child = job.sql("SELECT wf_start_child(%s, %s, %s, %s, %s)",
-                            lang, Jsonb(child_spec(doc_name, lang)))
-            if child is None:
-                job.say("wf_start_child -> NULL: the job is no longer ours")
-                raise Parked()
-            started.append(f"{lang} {str(child)[:8]}")
-        job.say(f"wf_start_child x{len(langs)} (translate -> proofread each): {', '.join(started)}")
-        status = job.sql("SELECT wf_await_children(%s, %s, %s, timeout => '1 minute')")
-        job.say(f"wf_await_children -> {status}" + {
-            "waiting": ": parked until every child has finished, worker free",
-            "pending": ": every child had finished already, ready again at once"}.get(status, ""))
-        raise Parked()
+    # One child workflow per language. Idempotent per (job, name): every run
+    # of the handler starts them again and gets the same children back.
+    children = {lang: job.start_child(lang, child_spec(doc_name, lang)) for lang in langs}
+    if waiting:
+        tell(job, f"job.start_child x{len(langs)} (wf_start_child; translate -> proofread each): "
+                  + ", ".join(f"{lang} {str(child)[:8]}" for lang, child in children.items()))
+        tell(job, "job.await_children(): wf_await_children parks the job until every child has"
+                  " finished, worker free")
+    # Parks the job and ends this run (the library's pg_wf.Suspended) until
+    # the last child has finished; the handler then runs again from the top
+    # and this returns the outcomes. After the timeout: pg_wf.ChildrenTimeout.
+    outcomes = job.await_children(timeout="1 minute")
 
-    job.say("claimed again, its events hold the children's outcomes:" + "".join(
-        f"\n         \"wf:child:{lang}\": status {outcomes[lang]['status']}, results"
-        f" {short(outcomes[lang]['results'], 72)}" for lang in langs))
-    translations = {lang: o["results"]["proofread"] for lang, o in outcomes.items()
-                    if o["status"] == "done"}
+    tell(job, "claimed again, job.await_children() returns the children's outcomes"
+              " (its events \"wf:child:<lang>\"):" + "".join(
+                  f"\n         {lang}: status {outcomes[lang].status}, results"
+                  f" {short(outcomes[lang].results, 72)}" for lang in langs))
+    translations = {lang: o.results["proofread"] for lang, o in outcomes.items() if o.ok}
     failed = sorted(set(langs) - translations.keys())
-    result = {"doc": doc_name, "translations": translations, "failed": failed}
     # One publish step per translation that came back, and an index after
     # them all: steps only known now, added as this step completes.
     publish = [{"name": f"publish-{lang}", "after": ["localize"], "payload": {"lang": lang}}
                for lang in langs if lang in translations]
     index = {"name": "index", "after": [s["name"] for s in publish], "payload": {"doc": doc_name}}
-    return WithSteps(result, publish + [index])
+    job.add_steps(publish + [index])
+    tell(job, f"done with {len(translations)} translations; job.add_steps:"
+              f" {', '.join(s['name'] for s in publish + [index])} join the workflow as it"
+              " completes (wf_complete_with_steps)")
+    return {"doc": doc_name, "translations": translations, "failed": failed}
 
 
 def translate(job):
@@ -234,16 +197,16 @@ def translate(job):
     phrases = PHRASEBOOK[lang]
     n = len(doc["sentences"])
     if job.attempt > 1:
-        job.say("claimed again after the failure: starts over")
+        tell(job, "claimed again after the failure: starts over")
     job.progress({"sentences_done": 0, "of": n})
     out = []
     for k in range(1, n + 1):
         time.sleep(SECONDS_PER_SENTENCE[lang])
         out.append(phrases[k])
-        # Kept in the claim row (unlogged): no WAL per report.
+        # wf_progress: kept in the claim row (unlogged), no WAL per report.
         job.progress({"sentences_done": k, "of": n})
         if lang == FLAKY and job.attempt == 1 and k == 3:
-            raise UpstreamError("503 from the translation API")
+            raise UpstreamError("503 from the translation API")  # wf_fail: retried
     return {"lang": lang, "title": phrases[0], "sentences": out}
 
 
@@ -269,19 +232,30 @@ def index(job):
     return {"doc": job.payload["doc"], "pages": dict(sorted(pages.items()))}
 
 
-STEPS = {"localize": localize, "translate": translate, "proofread": proofread,
-         "publish": publish, "index": index}
-
-
 # ---------------------------------------------------------------- the driver
 
-def worker_process(name, stop, ready, t0):
+class Narrator(logging.Handler):
+    """Prints the library's log records (failures, parks) as demo lines."""
+
+    def emit(self, record):
+        say(f"{record.processName}: {record.getMessage()}")
+
+
+def worker_process(name, ready, t0):
     global T0
     T0 = t0
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops us
-    with psycopg.connect(autocommit=True, application_name=f"pg_wf demo {name}") as conn:
-        ready.wait(timeout=30)
-        work(conn, name, stop)
+    logging.getLogger("pg_wf").addHandler(Narrator())
+    logging.getLogger("pg_wf").setLevel(logging.INFO)
+    logging.getLogger("pg_wf.worker").setLevel(logging.WARNING)  # start and stop lines
+    worker = pg_wf.Worker(name=name, claim_wait=1, shutdown_timeout=5)
+    worker.register(QUEUE, localize, step="localize")
+    worker.register(QUEUE, translate, step="translate")
+    worker.register(QUEUE, proofread, step="proofread")
+    worker.register(QUEUE, narrated(index), step="index")
+    worker.register(QUEUE, narrated(publish))  # the queue's other steps: publish-<lang>
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops us (SIGTERM)
+    ready.wait(timeout=30)
+    worker.run()  # until SIGTERM (the parent's, at the end, on Ctrl-C or past the limit)
 
 
 SPEC = {"name": "manual-7", "queue": QUEUE,
@@ -295,10 +269,10 @@ class Watcher(threading.Thread):
     QUERY = ("SELECT payload->>'lang', step_name, status, attempt, progress, last_error"
              "  FROM wf.jobs WHERE child_of = %s ORDER BY id")
 
-    def __init__(self, parent_job):
+    def __init__(self, parent_job, stop):
         super().__init__(daemon=True)
         self.parent_job = parent_job
-        self.stop = threading.Event()
+        self.stop = stop  # set by the driver when the wait returned or gave up
         self.partial = set()  # languages seen part-way through their translation
         self.saw_parked = False
         self.error = None
@@ -343,20 +317,20 @@ class Watcher(threading.Thread):
 
 
 def show_tree(conn, wid):
-    """The workflow as wf_workflow() describes it, its children's too."""
-    wf = conn.execute("SELECT wf_workflow(%s)", (wid,)).fetchone()[0]
+    """The workflow as pg_wf.workflow() (wf_workflow) describes it, its children's too."""
+    wf = pg_wf.workflow(conn, wid)
     counts = ", ".join(f"{v} {k}" for k, v in wf["counts"].items() if v and k != "steps")
     print(f"  wf_workflow('{wid}'): {wf['name']}, {wf['status']} ({counts})")
     for s in wf["steps"]:
         after = ", ".join(s["after"] or []) or "-"
         after = after if len(after) <= 30 else after[:29] + "…"
-        detail = short(s["result"], 46) if s["status"] == "done" else (s["last_error"] or "")
+        detail = short(s["result"], 46) if s["status"] == "done" else short(s["last_error"] or "")
         if s["children"]:
             detail = f"children: {', '.join(c['name'] for c in s['children'])}"
         print(f"    {s['name']:11} {s['status']:9} attempt {s['attempt']}  after {after:30} {detail}")
         kids = s["children"] or []
         for i, c in enumerate(kids):
-            child = conn.execute("SELECT wf_workflow(%s)", (c["workflow_id"],)).fetchone()[0]
+            child = pg_wf.workflow(conn, c["workflow_id"])
             steps = ", ".join(f"{cs['name']} {cs['status']}"
                               + (f" (attempt {cs['attempt']}, last error: {short(cs['last_error'], 40)})"
                                  if cs["attempt"] > 1 else "")
@@ -367,30 +341,30 @@ def show_tree(conn, wid):
     return wf
 
 
-def run(conn):
-    conn.execute("SELECT wf_configure_queue(%s, backoff_base => '200 ms', backoff_max => '1 s')",
-                 (QUEUE,))
-    say(f"driver: wf_submit of {SPEC['name']!r}: one step, localize; the rest it decides itself")
-    wid = conn.execute("SELECT wf_submit(%s)", (Jsonb(SPEC),)).fetchone()[0]
+def run(conn, stop_watching):
+    pg_wf.configure_queue(conn, QUEUE, backoff_base="200 ms", backoff_max="1 s")
+    say(f"driver: pg_wf.submit (wf_submit) of {SPEC['name']!r}: one step, localize; the rest it"
+        " decides itself")
+    wid = pg_wf.submit(conn, SPEC)
     localize_id = conn.execute("SELECT id FROM wf.jobs WHERE workflow_id = %s",
                                (wid,)).fetchone()[0]
     say(f"        -> workflow {wid}, localize is job {localize_id}")
-    watcher = Watcher(localize_id)
+    watcher = Watcher(localize_id, stop_watching)
     watcher.start()
-    say(f"driver: SELECT * FROM wf_wait_workflow('{str(wid)[:8]}…', '60 s') blocks until it has"
-        " finished;")
+    say(f"driver: pg_wf.wait_workflow(conn, '{str(wid)[:8]}…', timeout=60) (wf_wait_workflow)"
+        " blocks until it has finished;")
     say(f"        a 2nd connection prints the children's wf.jobs.progress (WHERE child_of ="
         f" {localize_id})")
     start = time.monotonic()
-    status, result, error = conn.execute("SELECT * FROM wf_wait_workflow(%s, '60 s')",
-                                         (wid,)).fetchone()
+    status, result, error = pg_wf.wait_workflow(conn, wid, timeout=60)
     waited = time.monotonic() - start
     lag_ms = conn.execute("SELECT extract(epoch FROM clock_timestamp() - finished_at) * 1000"
                           "  FROM wf.workflows WHERE workflow_id = %s", (wid,)).fetchone()[0]
-    watcher.stop.set()
+    stop_watching.set()
     watcher.join(timeout=5)
     lag = f", {lag_ms:.0f} ms after the commit that finished it" if lag_ms is not None else ""
-    say(f"wf_wait_workflow returned after {waited:.1f} s{lag}: status {status}, error {error or 'NULL'}")
+    say(f"pg_wf.wait_workflow returned after {waited:.1f} s{lag}: status {status},"
+        f" error {short(error) if error else None}")
     print("  result (the final steps' results, by step name):")
     for name, value in (result or {}).items():
         print(f"    {name}: doc {value.get('doc')!r}, pages:")
@@ -415,7 +389,7 @@ def check(conn, wid, wf, status, result, lag_ms, watcher):
     pages = ((result or {}).get("index") or {}).get("pages") or {}
     report(status == "done" and sorted(pages) == sorted(langs)
            and all(pages[l]["title"] == PHRASEBOOK[l][0] for l in langs),
-           f"wf_wait_workflow: status {status}, the index lists {len(pages)} translated pages")
+           f"wait_workflow: status {status}, the index lists {len(pages)} translated pages")
     report(lag_ms is not None and lag_ms < 1000,
            f"the wait was woken by the finishing commit ({lag_ms:.0f} ms later), not by a poll"
            if lag_ms is not None else "the workflow has no finished_at")
@@ -452,7 +426,7 @@ def check(conn, wid, wf, status, result, lag_ms, watcher):
     n = len(DOCUMENTS["manual-7"]["sentences"])
     report(watcher.error is None and watcher.partial == set(langs)
            and all(p == {"sentences_done": n, "of": n} for _, p in progress),
-           f"wf_progress: the watcher saw every language part-way ({', '.join(sorted(watcher.partial))}),"
+           f"job.progress: the watcher saw every language part-way ({', '.join(sorted(watcher.partial))}),"
            f" each kept its last report {{\"sentences_done\": {n}, \"of\": {n}}}"
            + (f" -- watcher error: {watcher.error}" if watcher.error else ""))
     added = [s["name"] for s in wf["steps"] if s["name"] != "localize"]
@@ -460,14 +434,14 @@ def check(conn, wid, wf, status, result, lag_ms, watcher):
     report(sorted(added) == sorted([f"publish-{l}" for l in langs] + ["index"])
            and idx is not None and sorted(idx["after"] or []) == sorted(f"publish-{l}" for l in langs)
            and all(s["status"] == "done" for s in wf["steps"]),
-           f"wf_complete_with_steps added {len(added)} steps to the running workflow, all done")
+           f"job.add_steps added {len(added)} steps to the running workflow, all done")
     return 0 if ok else 1
 
 
 def main():
     ctx = multiprocessing.get_context("spawn")
-    stop = ctx.Event()
     ready = ctx.Barrier(WORKERS + 1)
+    stop_watching = threading.Event()
 
     def too_long(signum, frame):
         raise TimeoutError(f"part 3 took over {HARD_LIMIT} s")
@@ -477,7 +451,7 @@ def main():
     with psycopg.connect(autocommit=True, application_name="pg_wf demo translations") as conn:
         if conn.execute("SELECT count(*) FROM wf.jobs WHERE queue = %s", (QUEUE,)).fetchone()[0]:
             sys.exit(f"queue {QUEUE!r} already has jobs: run the demo on a fresh database")
-        procs = [ctx.Process(target=worker_process, args=(f"t{i + 1}", stop, ready, T0),
+        procs = [ctx.Process(target=worker_process, args=(f"t{i + 1}", ready, T0),
                              name=f"t{i + 1}") for i in range(WORKERS)]
         for p in procs:
             p.start()
@@ -485,28 +459,25 @@ def main():
             ready.wait(timeout=30)
             say(f"started {WORKERS} workers on queue {QUEUE!r} (pids"
                 f" {', '.join(str(p.pid) for p in procs)})")
-            return run(conn)
+            return run(conn, stop_watching)
         except TimeoutError as e:
             say(f"!! giving up: {e}")
-            for p in procs:
-                p.terminate()
             try:  # it may be inside a statement: cancel that, then close
                 conn.cancel()
             finally:
                 conn.close()
             return 1
-        except BaseException:  # Ctrl-C or an error: stop the workers now
-            for p in procs:
-                p.terminate()
-            raise
-        finally:
+        finally:  # done, Ctrl-C, an error or the limit: SIGTERM, each worker shuts down gracefully
             signal.alarm(0)
-            stop.set()
+            stop_watching.set()
             for p in procs:
-                p.join(timeout=5)
                 if p.is_alive():
                     p.terminate()
-                    p.join(timeout=5)
+            for p in procs:
+                p.join(timeout=10)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
 
 
 if __name__ == "__main__":
