@@ -11,7 +11,16 @@ limits, intervals of 0, -1 s, 100 and 101 years, infinite timestamps, huge
 and deeply nested JSON, wrong JSON shapes, malformed workflow specs and cron
 strings, unicode and control characters. A fraction of the calls run as a
 non-superuser role (--role) that holds rights on some queues only, so the
-42501 paths run too. Now and then a client terminates another client's
+42501 paths run too. The functions of 1.6 run the same way: children
+started by held claims (the same names again, stale tokens, specs with a
+"key"), parents parked on them, fan-outs by wf_complete_with_steps that
+name the completing step and the steps it ran after (done), or bad ones
+(unknown or unfinished "after", duplicate names, '[]', not an array),
+progress near its 8192-byte limit, wf_wait_job and wf_wait_workflow with
+timeouts of 100 ms at most (so no client stalls), wf_signal_with_start
+with keys shared by all clients (so they race), reserved "wf:" event
+names, wf_retry_where and wf_cancel_where with filters and bad statuses,
+versions on enqueue, claims and queues. Now and then a client terminates another client's
 backend (pg_terminate_backend) or the pg_wf reaper; the killed client
 reconnects.
 
@@ -111,6 +120,23 @@ DEPENDS_BOUNDARY = [None, [], [None], [-1], [0], [INT64_MAX], [INT64_MIN], MANY_
                     [1, 1, 1], [1, None]]
 ROLES = ["wf_fuzz_other", "-", "wf_owner", "pg_monitor", None, "public"]
 CAPABILITY_BOUNDARY = [None, "", "PRODUCE", "bogus", "produce ", "work,signal"]
+# 1.6: versions, child names, workflow keys shared by all clients (so that
+# wf_signal_with_start and keyed wf_submit race), reserved event names.
+VERSIONS = ["v1", "v2", "v3"]
+VERSION_BOUNDARY = [None, "", " ", "v" * 256, "v" * 257, "é" * 129, "ctl\x01v", "🚀"]
+VERSIONS_BOUNDARY = [None, [], [None], ["v1", None], ["v" * 257], ["x" * 100000], [""],
+                     ["v%d" % i for i in range(10000)], ["v1", "v1", "v1"]]
+CHILD_NAMES = ["c0", "c1", "c2", "c3"]
+WORKFLOW_KEYS = ["wk0", "wk1", "wk2"]
+RESERVED_EVENTS = ["wf:", "wf:children", "wf:child:c0", "wf:x", "wf:" + "x" * 300]
+WAIT_TIMEOUTS = ["0", "1 us", "1 ms", "10 ms", "50 ms", "100 ms"]
+WAIT_TIMEOUT_BOUNDARY = [None, "-1 s", "-0.5 s", "-100 years", "1 day -25 hours",
+                         "1 mon -30 days", "-1 us", "0.1 s"]  # none longer than 100 ms
+STATUSES = ["blocked", "pending", "running", "waiting", "failed"]
+STATUSES_BOUNDARY = [None, [], [None], ["done"], ["cancelled"], ["bogus"], ["PENDING"],
+                     ["pending", "pending"], ["pending", None], [""], ["x" * 100000],
+                     STATUSES + ["done", "cancelled"]]
+ERROR_CONTAINS = [None, "boom", "boom 1", "BOOM", "oo", "%", "_", "\\", "timed out"]
 GRANT_QUEUES = ["fz.a", "fz.*", "*", "other.*", "ev.*", "fz.d", "", None, "**", "a*b",
                 "x" * 129, "bad\nq"]
 
@@ -146,6 +172,7 @@ class Shared:
         self.tokens = collections.deque(maxlen=400)     # (queue, id, attempt) ever claimed
         self.workflows = collections.deque(maxlen=100)  # workflow ids from wf_submit
         self.dead = collections.deque(maxlen=200)       # (queue, id) failed or cancelled
+        self.parents = collections.deque(maxlen=100)    # tokens that started children
         self.trace = open(args.trace, "w", encoding="utf-8") if args.trace else None
 
     def note_unexpected(self, record):
@@ -229,6 +256,8 @@ class Client(threading.Thread):
         self.pid = None
         self.held = []              # tokens this session claimed and holds
         self.awaited = collections.deque(maxlen=50)  # events this client's jobs await
+        self.steps = {}             # held token -> (workflow_id, step_name, done input names)
+        self.tx_enqueued = []       # (queue, id) enqueued by the open transaction
         self.stats = collections.defaultdict(
             lambda: {"calls": 0, "errors": collections.Counter(),
                      "outcomes": collections.Counter()})
@@ -448,6 +477,7 @@ class Client(threading.Thread):
         return t
 
     def forget(self, token):
+        self.steps.pop(token, None)
         try:
             self.held.remove(token)
         except ValueError:
@@ -460,13 +490,28 @@ class Client(threading.Thread):
         if "id" not in cols:
             return
         i_id, i_att, i_q = cols.index("id"), cols.index("attempt"), cols.index("queue")
+        i_wf, i_step, i_in = cols.index("workflow_id"), cols.index("step_name"), cols.index("inputs")
         for r in rows:
             if r[i_id] is None:
                 continue
             t = (r[i_q], r[i_id], r[i_att])
             self.held.append(t)
             self.shared.tokens.append(t)
+            if r[i_wf] is not None:
+                # The steps it ran after are done: their results are its inputs.
+                done = []
+                if r[i_in] is not None and len(r[i_in]) < 100000:
+                    try:
+                        inputs = json.loads(r[i_in])
+                        if isinstance(inputs, dict):
+                            done = list(inputs)
+                    except (ValueError, RecursionError):
+                        pass
+                self.steps[t] = (str(r[i_wf]), r[i_step] if r[i_step] is not None
+                                 else str(r[i_id]), done)
         if len(self.held) > 600:       # the rest stays claimed until the session ends
+            for t in self.held[:100]:
+                self.steps.pop(t, None)
             del self.held[:100]
 
     def note_ids(self, queue, result):
@@ -475,6 +520,11 @@ class Client(threading.Thread):
         for r in result[0]:
             if r[0] is not None:
                 self.shared.ids.append((queue, r[0]))
+                if self.in_tx:
+                    self.tx_enqueued.append((queue, r[0]))
+
+    def version(self):
+        return self.pick(lambda: self.rng.choice(VERSIONS), VERSION_BOUNDARY)
 
     # --------------------------------------------------------- the functions
 
@@ -501,6 +551,8 @@ class Client(threading.Thread):
             named.append(("depends_on", self.pick(
                 lambda: [self.known_id()[1] for _ in range(self.rng.randint(1, 3))],
                 DEPENDS_BOUNDARY), "bigint[]"))
+        if self.maybe(0.2):
+            named.append(("version", self.version(), "text"))
         sql, params = fcall("wf_enqueue", [(q, "text")], named)
         self.note_ids(q, self.call("wf_enqueue", sql, params))
 
@@ -529,6 +581,10 @@ class Client(threading.Thread):
             wait = self.pick(lambda: self.rng.choice(["0", "1 ms", "20 ms", "100 ms", "300 ms"]),
                              INTERVAL_BOUNDARY)
             named.append(("wait", wait, "interval"))
+        if self.maybe(0.25):
+            named.append(("versions", self.pick(
+                lambda: self.rng.choice([["v1"], ["v2"], ["v1", "v2"], VERSIONS]),
+                VERSIONS_BOUNDARY), "text[]"))
         return named, wait
 
     def with_short_timeout(self, fn, sql, params):
@@ -683,6 +739,10 @@ class Client(threading.Thread):
         if self.maybe(0.3):
             # Paused mostly briefly: the next configure of the queue unpauses it.
             named.append(("paused", self.pick(lambda: self.maybe(0.15), [None]), "boolean"))
+        if self.maybe(0.15):
+            # '' removes the queue's default version again.
+            named.append(("version", self.pick(lambda: self.rng.choice(VERSIONS + ["", ""]),
+                                               VERSION_BOUNDARY), "text"))
         sql, params = fcall("wf_configure_queue", [(q, "text")], named)
         self.call("wf_configure_queue", sql, params)
 
@@ -707,9 +767,15 @@ class Client(threading.Thread):
                 t = datetime.datetime.now(datetime.timezone.utc)
                 s["run_at"] = (t + datetime.timedelta(seconds=rng.uniform(-5, 3))).isoformat()
             steps.append(s)
+            if rng.random() < 0.1:
+                s["version"] = rng.choice(VERSIONS)
         spec = {"name": "flow%d" % rng.randrange(50), "steps": steps}
         if rng.random() < 0.95:
             spec["queue"] = rng.choices(QUEUES, QUEUE_WEIGHTS)[0]
+        if rng.random() < 0.1:
+            spec["version"] = rng.choice(VERSIONS)
+        if rng.random() < 0.1:
+            spec["key"] = rng.choice(WORKFLOW_KEYS)   # shared: racing submits
         return spec
 
     def bad_spec(self):
@@ -717,7 +783,7 @@ class Client(threading.Thread):
         spec = self.valid_spec()
         steps = spec["steps"]
         s = rng.choice(steps)
-        kind = rng.randrange(22)
+        kind = rng.randrange(24)
         if kind == 0:
             s["afterr"] = ["s0"]
         elif kind == 1:
@@ -768,6 +834,11 @@ class Client(threading.Thread):
             s["payload"] = json.loads(deep_json(500))
         elif kind == 20:
             spec["queue"] = rng.choice(["", None, 5, "q" * 129])
+        elif kind == 21:
+            spec["key"] = rng.choice(["", None, 5, [], "k" * 257, "k" * 100000, "ctl\x01"])
+        elif kind == 22:
+            (s if rng.random() < 0.5 else spec)["version"] = rng.choice(
+                ["", None, 5, [], {}, "v" * 257, "ctl\x01"])
         else:
             s["after"] = ["s%d" % i for i in range(len(steps))] * 3  # repeats, incl. itself
         return json.dumps(spec)
@@ -824,7 +895,8 @@ class Client(threading.Thread):
         # Mostly a fresh event (the job waits), else one of the few kept
         # names (often signalled already: the job goes on at once).
         event = self.pick(lambda: "ev.n%d" % self.rng.randrange(500 + self.seq)
-                          if self.maybe(0.8) else self.rng.choice(EVENTS), LABEL_BOUNDARY)
+                          if self.maybe(0.8) else self.rng.choice(EVENTS),
+                          LABEL_BOUNDARY + RESERVED_EVENTS)
         sql, params = fcall("wf_await_event", [(t[0], "text"), (t[1], "bigint"), (t[2], "int"),
                                                (event, "text")], named)
         if self.call("wf_await_event", sql, params) is not None:
@@ -838,7 +910,8 @@ class Client(threading.Thread):
                 return self.rng.choice(self.awaited)
             return ("ev.n%d" % self.rng.randrange(500 + self.seq) if self.maybe(0.5)
                     else self.rng.choice(EVENTS))
-        sql, params = fcall("wf_signal", [(self.pick(event, LABEL_BOUNDARY), "text")], named)
+        sql, params = fcall("wf_signal", [(self.pick(event, LABEL_BOUNDARY + RESERVED_EVENTS),
+                                           "text")], named)
         self.call("wf_signal", sql, params)
 
     def f_schedule(self):
@@ -851,6 +924,256 @@ class Client(threading.Thread):
     def f_unschedule(self):
         sql, params = fcall("wf_unschedule", [(self.label(SCHEDULES), "text")])
         self.call("wf_unschedule", sql, params)
+
+    # ------------------------------------------------ workflows 2 (1.6)
+
+    def step_token(self):
+        """A held token of a workflow step (with what is known of it), else
+        any token; boundary values as token() puts them."""
+        mine = [t for t in self.held if t in self.steps]
+        if mine and self.rng.random() < 0.8:
+            t = self.rng.choice(mine)
+            info = self.steps[t]
+            if self.rng.random() < self.bad_p:
+                t = self.token()
+            return t, info
+        return self.token(), None
+
+    def child_spec(self):
+        rng = self.rng
+        r = rng.random()
+        if r < max(self.bad_p, 0.1):
+            return self.bad_spec()
+        if r < 0.15:
+            spec = self.valid_spec()
+            spec["key"] = rng.choice(WORKFLOW_KEYS)    # a child has no key: 22023
+            return json.dumps(spec)
+        if r < 0.6:
+            # A single job child: one step.
+            step = {"name": "only"}
+            if rng.random() < 0.3:
+                step["payload"] = {"c": self.idx}
+            if rng.random() < 0.2:
+                step["version"] = rng.choice(VERSIONS)
+            return json.dumps({"queue": rng.choices(QUEUES, QUEUE_WEIGHTS)[0], "steps": [step]})
+        spec = self.valid_spec()
+        spec.pop("key", None)
+        return json.dumps(spec)
+
+    def f_start_child(self):
+        # Mostly a held token (often a parent already: the same names again
+        # return the same child), else another's or a stale one.
+        if self.shared.parents and self.rng.random() < 0.3:
+            try:
+                t = self.rng.choice(self.shared.parents)
+            except IndexError:
+                t = self.token()
+        else:
+            t = self.token()
+        name = self.label(CHILD_NAMES)
+        sql, params = fcall("wf_start_child", [(t[0], "text"), (t[1], "bigint"), (t[2], "int"),
+                                               (name, "text"), (self.child_spec(), "jsonb")])
+        res = self.call("wf_start_child", sql, params)
+        if res is not None and res[0] and res[0][0][0] is not None:
+            self.shared.parents.append(t)
+            self.shared.workflows.append(str(res[0][0][0]))
+
+    def f_await_children(self):
+        parents = [t for t in self.held if t in self.shared.parents]
+        t = (self.rng.choice(parents) if parents and self.rng.random() < 0.7 else self.token())
+        named = []
+        if self.maybe(0.5):
+            named.append(("timeout", self.interval(["0", "50 ms", "500 ms", "2 s", "100 years"]),
+                          "interval"))
+        sql, params = fcall("wf_await_children", [(t[0], "text"), (t[1], "bigint"),
+                                                  (t[2], "int")], named)
+        if self.call("wf_await_children", sql, params) is not None:
+            self.forget(t)
+
+    def added_steps(self, info):
+        """wf_complete_with_steps' steps: a valid fan-out after the
+        completing step (and the steps it ran after, done), or a bad one."""
+        rng = self.rng
+        me, done = (info[1], info[2]) if info else ("s0", [])
+        base = "f%d_%d_" % (self.idx, self.seq)
+        n = rng.choice([0, 1, 2, 3, 5])
+        steps = []
+        for i in range(n):
+            st = {"name": base + str(i)}
+            after = [me] if rng.random() < 0.8 else []
+            if done and rng.random() < 0.3:
+                after.append(rng.choice(done))
+            if i and rng.random() < 0.3:
+                after.append(base + str(rng.randrange(i)))
+            if after or rng.random() < 0.5:
+                st["after"] = after
+            if rng.random() < 0.3:
+                st["queue"] = rng.choices(QUEUES, QUEUE_WEIGHTS)[0]
+            if rng.random() < 0.3:
+                st["payload"] = {"i": i}
+            if rng.random() < 0.1:
+                st["version"] = rng.choice(VERSIONS)
+            steps.append(st)
+        if n > 1 and rng.random() < 0.5:
+            steps.append({"name": base + "join", "after": [st["name"] for st in steps]})
+        if rng.random() >= max(self.bad_p, 0.15):
+            return json.dumps(steps)
+        kind = rng.randrange(14)
+        if kind == 0:
+            return rng.choice(["{}", "null", "1", '"s"', "true", '{"name": "x"}', "{bad", ""])
+        if kind == 1:
+            return None
+        if kind == 2:
+            return "[]"
+        if kind == 3:   # after an existing step that is (most likely) not done
+            others = ["s%d" % i for i in range(6) if "s%d" % i != me and "s%d" % i not in done]
+            steps.append({"name": base + "u", "after": [rng.choice(others)]})
+        elif kind == 4:
+            steps.append({"name": base + "n", "after": ["nope"]})
+        elif kind == 5:  # duplicate names among the new steps
+            steps += [{"name": base + "d"}, {"name": base + "d", "after": [me]}]
+        elif kind == 6:  # an existing name again: this step's, or one it ran after
+            steps.append({"name": rng.choice([me] + done)})
+        elif kind == 7:  # a cycle, itself
+            steps += [{"name": base + "c1", "after": [base + "c2"]},
+                      {"name": base + "c2", "after": [base + "c1"]}]
+        elif kind == 8:
+            steps.append({"name": base + "s", "after": [base + "s"]})
+        elif kind == 9:
+            steps.append(rng.choice([{"name": 5}, {"name": ""}, {"name": "n" * 257}, {},
+                                     {"name": base + "x", "after": "s0"},
+                                     {"name": base + "x", "bogus": 1},
+                                     {"name": base + "x", "queue": rng.choice(QUEUE_BOUNDARY)},
+                                     {"name": base + "x", "version": ""},
+                                     {"name": base + "x", "key": "k"},
+                                     {"name": base + "x", "payload": "x" * (BIG + 10)},
+                                     1, None, [], "s"]))
+        elif kind == 10:
+            steps = [{"name": base + str(i), "after": [base + str(i - 1)] if i else [me]}
+                     for i in range(rng.choice([200, 1000]))]
+        elif kind == 11:
+            steps = [{"name": base + str(i)} for i in range(rng.choice([10001, 100001]))]
+        elif kind == 12:
+            steps.append({"name": base + "r", "after": [me, me, me]})
+        else:
+            return json.dumps({"steps": steps})
+        return json.dumps(steps)
+
+    def f_complete_with_steps(self):
+        t, info = self.step_token()
+        result = self.payload() if self.maybe(0.6) else None
+        sql, params = fcall("wf_complete_with_steps",
+                            [(t[0], "text"), (t[1], "bigint"), (t[2], "int"),
+                             (result, "jsonb"), (self.added_steps(info), "jsonb")])
+        if self.call("wf_complete_with_steps", sql, params) is not None:
+            self.forget(t)
+
+    def progress_value(self):
+        rng = self.rng
+        r = rng.random()
+        if r < 0.5:
+            return json.dumps({"done": rng.randrange(100), "of": 100})
+        if r < 0.85 or rng.random() >= self.bad_p:
+            # Near the 8192-byte limit (the jsonb's size), on both sides.
+            return json.dumps({"p": "x" * rng.randint(8150, 8200)})
+        return rng.choice(JSON_BOUNDARY + [json.dumps({"p": "é" * 4090}),
+                                           json.dumps(list(range(1000)))])
+
+    def f_progress(self):
+        t = self.token()
+        sql, params = fcall("wf_progress", [(t[0], "text"), (t[1], "bigint"), (t[2], "int"),
+                                            (self.progress_value(), "jsonb")])
+        self.call("wf_progress", sql, params)
+
+    def wait_timeout(self):
+        # Short ones only (a client waits at most 100 ms); NULL is 22004.
+        return self.pick(lambda: self.rng.choice(WAIT_TIMEOUTS), WAIT_TIMEOUT_BOUNDARY)
+
+    def f_wait_job(self):
+        if self.tx_enqueued and self.rng.random() < 0.5:
+            q, i = self.rng.choice(self.tx_enqueued)  # its own transaction's: 55000
+        else:
+            q, i = self.operate_target()
+        sql, params = fcall("wf_wait_job", [(q, "text"), (i, "bigint"),
+                                            (self.wait_timeout(), "interval")])
+        self.call("wf_wait_job", sql, params)
+
+    def f_wait_workflow(self):
+        sql, params = fcall("wf_wait_workflow", [(self.workflow_id(), "uuid"),
+                                                 (self.wait_timeout(), "interval")])
+        self.call("wf_wait_workflow", sql, params)
+
+    def f_signal_with_start(self):
+        rng = self.rng
+        if rng.random() < max(self.bad_p, 0.1):
+            if rng.random() < 0.3:
+                spec = self.bad_spec()
+            else:
+                spec = self.valid_spec()
+                if rng.random() < 0.5:
+                    spec.pop("key", None)                     # no key: 22023
+                else:
+                    spec["key"] = rng.choice(KEY_BOUNDARY + [5, [], {}])
+                spec = json.dumps(spec)
+        else:
+            spec = self.valid_spec()
+            spec["key"] = rng.choice(WORKFLOW_KEYS)           # shared: the clients race
+            spec = json.dumps(spec)
+        def event():
+            if self.awaited and self.maybe(0.4):
+                return rng.choice(self.awaited)
+            return rng.choice(EVENTS + ["ev.sw%d" % rng.randrange(5)])
+        named = [("payload", self.payload(), "jsonb")] if self.maybe(0.5) else []
+        sql, params = fcall("wf_signal_with_start",
+                            [(spec, "jsonb"),
+                             (self.pick(event, LABEL_BOUNDARY + RESERVED_EVENTS), "text")],
+                            named)
+        res = self.call("wf_signal_with_start", sql, params)
+        if res is not None and res[0] and res[0][0][0] is not None:
+            self.shared.workflows.append(str(res[0][0][0]))
+
+    def where_args(self):
+        """(queue, named) of wf_retry_where / wf_cancel_where: mostly ids
+        of jobs seen in the queue, an error text, a small max_jobs."""
+        rng = self.rng
+        q = self.queue()
+        named = []
+        if self.maybe(0.6):
+            def ids():
+                pool = [i for qq, i in list(self.shared.dead) + list(self.shared.ids)[-100:]
+                        if qq == q]
+                if not pool or rng.random() < 0.1:
+                    return [rng.randint(1, 1000)]
+                return rng.sample(pool, min(len(pool), rng.randint(1, 5)))
+            named.append(("ids", self.pick(ids, DEPENDS_BOUNDARY), "bigint[]"))
+        if self.maybe(0.4):
+            named.append(("error_contains", self.pick(lambda: rng.choice(ERROR_CONTAINS),
+                                                      LABEL_BOUNDARY), "text"))
+        if self.maybe(0.6):
+            named.append(("max_jobs", self.pick(lambda: rng.choice([1, 2, 5, 50, 1000]),
+                                                INT32_BOUNDARY + [10000, 10001, 1000000]),
+                          "int"))
+        return q, named
+
+    def f_retry_where(self):
+        q, named = self.where_args()
+        sql, params = fcall("wf_retry_where", [(q, "text")], named)
+        self.call("wf_retry_where", sql, params)
+
+    def f_cancel_where(self):
+        q, named = self.where_args()
+        if self.maybe(0.6) or not named:
+            named.append(("statuses", self.pick(
+                lambda: self.rng.sample(STATUSES, self.rng.randint(1, 3)), STATUSES_BOUNDARY),
+                "text[]"))
+        sql, params = fcall("wf_cancel_where", [(q, "text")], named)
+        self.call("wf_cancel_where", sql, params)
+
+    def f_enable_schedule(self):
+        enabled = self.pick(lambda: self.maybe(0.6), [None])
+        sql, params = fcall("wf_enable_schedule", [(self.label(SCHEDULES), "text"),
+                                                   (enabled, "boolean")])
+        self.call("wf_enable_schedule", sql, params)
 
     def grant_args(self):
         rng = self.rng
@@ -891,6 +1214,12 @@ class Client(threading.Thread):
         ("wf_await_event", f_await_event, 3), ("wf_signal", f_signal, 3),
         ("wf_schedule", f_schedule, 1), ("wf_unschedule", f_unschedule, 0.7),
         ("wf_grant", f_grant, 1), ("wf_revoke", f_revoke, 1),
+        ("wf_start_child", f_start_child, 3), ("wf_await_children", f_await_children, 2),
+        ("wf_complete_with_steps", f_complete_with_steps, 4), ("wf_progress", f_progress, 2),
+        ("wf_wait_job", f_wait_job, 1.5), ("wf_wait_workflow", f_wait_workflow, 1),
+        ("wf_signal_with_start", f_signal_with_start, 2),
+        ("wf_retry_where", f_retry_where, 1), ("wf_cancel_where", f_cancel_where, 0.7),
+        ("wf_enable_schedule", f_enable_schedule, 0.7),
     ]
     FUNCTION_WEIGHTS = [w for _, _, w in FUNCTIONS]
 
@@ -920,6 +1249,7 @@ class Client(threading.Thread):
         r = rng.random()
         begin = ("BEGIN ISOLATION LEVEL REPEATABLE READ" if r < 0.05 else
                  "BEGIN READ ONLY" if r < 0.08 else "BEGIN")
+        self.tx_enqueued = []
         if not self.control(begin):
             return
         self.in_tx = True
@@ -969,6 +1299,7 @@ class Client(threading.Thread):
             pass
         finally:
             self.in_tx = self.as_role = self.short_timeout = False
+            self.tx_enqueued = []
 
     def single(self):
         if self.args.role and self.rng.random() < self.args.role_fraction:

@@ -17,7 +17,13 @@
 #    its lease ran out; at the end no claim is left; a blocked job counts
 #    exactly its unfinished dependencies (pending_deps, less the releases
 #    left to the worker), never < 0, never a failed or cancelled one; a
-#    waiting job has its wait row;
+#    waiting job has its wait row; a child workflow (wf.child) and each of
+#    its steps name the parent job (child_of), and a step with child_of is
+#    in such a child; a delivered outcome is the parent's events'
+#    "wf:child:<name>". At the end only (after the worker's deliveries): a
+#    child whose steps have all ended has its outcome recorded, every
+#    outcome is delivered, a job awaiting its children has an undelivered
+#    one, a cancelled job has no unfinished child;
 #  - the server still enqueues, claims and completes a job.
 #
 # PG_WF_FUZZ_SECONDS (default 60) sets how long the fuzzer runs,
@@ -112,6 +118,36 @@ SELECT format('job %s/%s is blocked with pending_deps %s, %s releases owed, on %
 SELECT format('job %s/%s is blocked on job %s, which is %s', j.queue, j.id, p.id, p.status)
   FROM wf.job j JOIN wf.job p ON p.id = ANY (j.depends_on)
  WHERE j.status = 'blocked' AND p.status IN ('failed', 'cancelled')},
+	'e: a child workflow and its steps name the job that started it' => q{
+SELECT format('child %s of job %s/%s (%s): %s', c.workflow_id, c.parent_queue, c.parent_id, c.name,
+              CASE WHEN w.id IS NULL THEN 'no workflow row'
+                   WHEN w.child_of IS DISTINCT FROM c.parent_id
+                     THEN 'its workflow row has child_of ' || coalesce(w.child_of::text, 'NULL')
+                   WHEN s.n = 0 THEN 'no steps'
+                   ELSE s.bad || ' of ' || s.n || ' steps have child_of ' || s.other END)
+  FROM wf.child c LEFT JOIN wf.workflow w ON w.id = c.workflow_id,
+       LATERAL (SELECT count(*) AS n,
+                       count(*) FILTER (WHERE j.child_of IS DISTINCT FROM c.parent_id) AS bad,
+                       string_agg(DISTINCT coalesce(j.child_of::text, 'NULL'), ', ')
+                         FILTER (WHERE j.child_of IS DISTINCT FROM c.parent_id) AS other
+                  FROM wf.job j WHERE j.workflow_id = c.workflow_id) s
+ WHERE w.id IS NULL OR w.child_of IS DISTINCT FROM c.parent_id OR s.n = 0 OR s.bad > 0},
+	'e: a step with child_of is in a child workflow of that job' => q{
+SELECT format('job %s/%s (workflow %s) has child_of %s, but no such child', j.queue, j.id,
+              j.workflow_id, j.child_of)
+  FROM wf.job j
+ WHERE j.child_of IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM wf.child c
+                    WHERE c.workflow_id = j.workflow_id AND c.parent_id = j.child_of)},
+	'e: a delivered outcome is in its parent\'s events' => q{
+SELECT format('child %s (%s) of job %s/%s, %s, delivered: outcome %s, parent''s events have %s',
+              c.workflow_id, c.name, c.parent_queue, c.parent_id, coalesce(c.status, 'status NULL'),
+              left(coalesce(c.outcome::text, 'NULL'), 200),
+              left(coalesce((p.events -> ('wf:child:' || c.name))::text, 'nothing'), 200))
+  FROM wf.child c JOIN wf.job p ON p.queue = c.parent_queue AND p.id = c.parent_id
+ WHERE c.delivered
+   AND (c.status IS NULL OR c.outcome IS NULL OR c.outcome ->> 'status' IS DISTINCT FROM c.status
+        OR p.events -> ('wf:child:' || c.name) IS DISTINCT FROM c.outcome)},
 	'a waiting job has its wait row' => q{
 SELECT format('job %s/%s waits at attempt %s without a wait row', j.queue, j.id, j.attempt)
   FROM wf.job j
@@ -119,7 +155,42 @@ SELECT format('job %s/%s waits at attempt %s without a wait row', j.queue, j.id,
    AND NOT EXISTS (SELECT 1 FROM wf.event_wait w
                     WHERE w.queue = j.queue AND w.id = j.id AND w.attempt = j.attempt)},
 );
+# Only after the fuzz, its clients gone, a sweep and the worker's
+# deliveries: a child's end is recorded by the transaction that ends its
+# last step, and delivered then or by the worker's next pass; a parent that
+# awaits its children is woken by the last delivery.
+my %final_invariant = (
+	'f: a child whose steps have all ended has its outcome recorded' => q{
+SELECT format('child %s (%s) of job %s/%s has status NULL; its steps: %s', c.workflow_id, c.name,
+              c.parent_queue, c.parent_id,
+              (SELECT string_agg(j.id || ' ' || j.status, ', ' ORDER BY j.id)
+                 FROM wf.job j WHERE j.workflow_id = c.workflow_id))
+  FROM wf.child c
+ WHERE c.status IS NULL
+   AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.workflow_id = c.workflow_id
+                      AND j.status IN ('blocked', 'pending', 'waiting'))},
+	'f: a cancelled job has no unfinished child' => q{
+SELECT format('job %s/%s is cancelled; its child %s (%s) is unfinished, steps: %s', p.queue, p.id,
+              c.workflow_id, c.name,
+              (SELECT string_agg(j.id || ' ' || j.status, ', ' ORDER BY j.id)
+                 FROM wf.job j WHERE j.workflow_id = c.workflow_id))
+  FROM wf.child c JOIN wf.job p ON p.queue = c.parent_queue AND p.id = c.parent_id
+ WHERE p.status = 'cancelled' AND c.status IS NULL},
+	'f: every recorded outcome was delivered' => q{
+SELECT format('child %s (%s) of job %s/%s ended %s at %s and is not delivered', c.workflow_id,
+              c.name, c.parent_queue, c.parent_id, c.status, c.finished_at)
+  FROM wf.child c WHERE c.status IS NOT NULL AND NOT c.delivered},
+	'f: a job awaiting its children has an undelivered one' => q{
+SELECT format('job %s/%s waits for its children at attempt %s; none undelivered (%s children)',
+              j.queue, j.id, j.attempt,
+              (SELECT count(*) FROM wf.child c WHERE c.parent_queue = j.queue AND c.parent_id = j.id))
+  FROM wf.job j JOIN wf.event_wait w ON w.queue = j.queue AND w.id = j.id AND w.attempt = j.attempt
+ WHERE j.status = 'waiting' AND w.event = 'wf:children'
+   AND NOT EXISTS (SELECT 1 FROM wf.child c
+                    WHERE c.parent_queue = j.queue AND c.parent_id = j.id AND NOT c.delivered)},
+);
 my @names = sort keys %invariant;
+my @final_names = sort keys %final_invariant;
 # One statement, one snapshot: every broken invariant, up to 5 rows each.
 my $check_sql = join("\nUNION ALL\n",
 	map {
@@ -145,6 +216,28 @@ my %broken;        # invariant name -> the first rows seen breaking it
 my %stale_since;   # claim -> when it was first seen stale
 my %left_behind;
 my $checks = 0;
+
+my $final_check_sql = join("\nUNION ALL\n",
+	map {
+		my $i = $_;
+		"(SELECT $i || ': ' || v FROM ($final_invariant{$final_names[$i]}) AS x(v) LIMIT 5)"
+	} 0 .. $#final_names);
+
+sub check_final_invariants
+{
+	my ($rc, $out, $err) = $node->psql('postgres', $final_check_sql);
+	if ($rc != 0)
+	{
+		$broken{'the invariant check ran'} //= "final: $err";
+		return;
+	}
+	for my $line (split /\n/, $out)
+	{
+		my ($i, $row) = $line =~ /^(\d+): (.*)$/ or next;
+		push @{ $broken{ $final_names[$i] } }, $row;
+	}
+	return;
+}
 
 sub check_invariants
 {
@@ -202,6 +295,10 @@ while ($fuzz->pumpable)
 $fuzz->finish;
 is($fuzz->result(0), 0, 'the fuzzer ran to its end') or diag($stderr);
 my ($json_line) = reverse grep { /^\{/ } split /\n/, $stdout;
+# The whole report (with the sessions the watchdog saw running long) stays
+# in the log directory.
+PostgreSQL::Test::Utils::append_to_file(
+	"$PostgreSQL::Test::Utils::log_path/019_fuzz_report.json", ($json_line // '') . "\n");
 my $report = eval { JSON::PP::decode_json($json_line // '') };
 ok($report, 'the fuzzer printed its figures') or BAIL_OUT("no report: $stdout\n$stderr");
 
@@ -231,7 +328,7 @@ note("invariant checks while the fuzzer ran: $checks; sessions that ran > 5 s: "
 # ---- what the fuzzer saw ----
 cmp_ok($report->{calls}, '>', 500, 'the fuzzer made hundreds of calls');
 my @missed = grep { ($functions->{$_}{calls} // 0) == 0 } sort keys %$functions;
-is(scalar(keys %$functions), 24, 'the fuzzer knows 24 functions');
+is(scalar(keys %$functions), 34, 'the fuzzer knows 34 functions');
 is_deeply(\@missed, [], 'every wf_* function was called');
 # The calls were valid enough to take the real paths.
 my %outcome = map { $_ => $functions->{$_}{outcomes} } keys %$functions;
@@ -244,6 +341,10 @@ ok(($outcome{wf_heartbeat}{True} // 0) > 0, 'heartbeats held');
 ok(($outcome{wf_checkpoint}{recorded} // 0) > 0, 'checkpoints were recorded');
 ok(($outcome{wf_submit}{value} // 0) > 0, 'workflows were submitted');
 ok((grep { $functions->{$_}{errors}{42501} } keys %$functions), 'the role was denied (42501)');
+ok(($outcome{wf_start_child}{value} // 0) > 0, 'children were started');
+ok(($outcome{wf_complete_with_steps}{True} // 0) > 0, 'steps were added by wf_complete_with_steps');
+ok(($outcome{wf_signal_with_start}{value} // 0) > 0, 'wf_signal_with_start started or signalled');
+ok(($outcome{wf_progress}{True} // 0) > 0, 'progress was recorded');
 cmp_ok($report->{terminated}{clients}, '>', 0, 'client backends were terminated')
   if $seconds >= 10;
 
@@ -271,13 +372,17 @@ ok( $node->poll_query_until('postgres',
 		"SELECT wf_sweep() >= 0 AND NOT EXISTS (SELECT 1 FROM wf.claim WHERE queue <> '')"),
 	'after a sweep no claim is left but the sentinel')
   or diag($node->safe_psql('postgres', 'SELECT * FROM wf.claim LIMIT 20'));
-# The worker settles the releases left to it.
+# The worker settles the releases left to it, and delivers the children's
+# outcomes left to it.
 $node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM wf.release_debt');
+$node->poll_query_until('postgres',
+	'SELECT wf_sweep() >= 0 AND NOT EXISTS (SELECT 1 FROM wf.child WHERE status IS NOT NULL AND NOT delivered)');
 check_invariants('after the fuzz and a sweep');
+check_final_invariants();
 # "no blocked job waits for a failed or cancelled one" caught wf_retry(A)
 # bringing back, blocked, a job whose other parent B had failed too (it is
 # now cancelled again by B; dependencies.sql).
-for my $name (@names)
+for my $name (@names, @final_names)
 {
 	ok(!$broken{$name}, "invariant $name") or diag(join("\n", @{ $broken{$name} }));
 }
@@ -288,6 +393,11 @@ is(join("\n", sort keys %left_behind), '',
 note($node->safe_psql('postgres',
 	q{SELECT 'jobs: ' || string_agg(status || ' ' || n, ', ' ORDER BY status)
 	    FROM (SELECT status, count(*) AS n FROM wf.jobs GROUP BY status) s}));
+note($node->safe_psql('postgres',
+	q{SELECT 'children: ' || count(*) || ', ' || count(*) FILTER (WHERE delivered) || ' delivered ('
+	         || coalesce(string_agg(DISTINCT status, ', '), '-') || '); steps added at run time: '
+	         || (SELECT count(*) FROM wf.job WHERE step_name LIKE 'f%\_%\_%')
+	    FROM wf.child}));
 
 # ---- the server log: no crash ----
 my $log = slurp_file($node->logfile);
