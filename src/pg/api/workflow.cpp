@@ -312,6 +312,8 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
 // (two racing starts with one key start one workflow).
 pg_uuid_t start_workflow(const core::WorkflowSpec& spec) {
     if (!spec.key) return insert_steps(spec, {});
+    // Rights first: a caller without them learns nothing of the key.
+    for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
     Params<2> p;
     p.set(0, text_datum(*spec.key));
     pg_uuid_t holder;
@@ -323,9 +325,20 @@ pg_uuid_t start_workflow(const core::WorkflowSpec& spec) {
         Params<1> w;
         w.set(0, UUIDPGetDatum(&holder));
         if (workflow_active.execute_latest(w.values, w.nulls).bool_at(0, "active")) {
-            // Its steps' queues are the caller's to read too.
-            for (const core::StepSpec& step : spec.steps)
-                require_right(Capability::produce, step.queue);
+            // Keys are one namespace: the workflow that holds this one is the
+            // caller's only if it may produce in every queue of its steps.
+            Rows queues = workflow_queues.execute_latest(w.values, w.nulls);
+            std::vector<std::string> names;
+            for (uint64 r = 0; r < queues.size(); r++) names.push_back(queues.text_at(r, "queue"));
+            for (const std::string& queue : names)
+                if (!has_right(RunAsOwner::caller(), Capability::produce, queue))
+                    throw core::Error(core::sqlstate::insufficient_privilege,
+                                      "workflow key \"" + *spec.key +
+                                          "\" is held by a workflow in queues you may not produce in",
+                                      "An active workflow with this key has a step in queue \"" +
+                                          queue + "\".",
+                                      "Keys are shared by every role: prefix them with your "
+                                      "tenant or application.");
             return holder;
         }
     }

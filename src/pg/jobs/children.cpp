@@ -97,6 +97,23 @@ PreparedStatement recorded_outcomes_of(
     " ORDER BY workflow_id",
     {TEXTOID, INT8OID});
 
+// The unfinished steps of the children about to be cancelled, locked in
+// one statement in (queue, id) order -- the order completions lock in -- so
+// that cancelling one child after another cannot deadlock with a worker
+// ending steps of two of them.
+PreparedStatement lock_children_steps(
+    "SELECT 1 FROM wf.job WHERE workflow_id = ANY ($1)"
+    "   AND status IN ('blocked', 'pending', 'waiting')"
+    " ORDER BY queue, id FOR NO KEY UPDATE",
+    {UUIDARRAYOID});
+
+// Whether a step of the workflow is unfinished, stopping at the first: the
+// outcome's aggregate runs only for the step that ends last.
+PreparedStatement step_unfinished(
+    "SELECT EXISTS (SELECT 1 FROM wf.job WHERE workflow_id = $1"
+    "                  AND status IN ('blocked', 'pending', 'waiting')) AS unfinished",
+    {UUIDOID});
+
 PreparedStatement undelivered_outcomes(
     "SELECT workflow_id FROM wf.child WHERE status IS NOT NULL AND NOT delivered"
     " ORDER BY workflow_id LIMIT 1000",
@@ -154,6 +171,7 @@ void settle_child(const pg_uuid_t& uuid, bool skip_locked) {
     int64 parent_id = child.int64_at(0, "parent_id");
     bool delivered = child.bool_at(0, "delivered");
     if (!child.bool_at(0, "finished")) {
+        if (step_unfinished.execute_latest(p.values, p.nulls).bool_at(0, "unfinished")) return;
         WorkflowOutcome outcome = read_workflow_outcome(p.values[0]);
         if (!outcome.finished) return;
         p.set(1, text_datum(outcome.status));
@@ -244,6 +262,13 @@ void jobs_ended(const Rows& rows) {
     Rows children = children_to_cancel.execute(p.values, p.nulls);
     std::vector<pg_uuid_t> ids;
     for (uint64 r = 0; r < children.size(); r++) ids.push_back(uuid_of(children.datum(r, "workflow_id")));
+    if (ids.empty()) return;
+    std::vector<Datum> datums;
+    std::vector<bool> no_nulls(ids.size(), false);
+    for (pg_uuid_t& id : ids) datums.push_back(UUIDPGetDatum(&id));
+    Params<1> l;
+    l.set(0, datum_array(datums, no_nulls, UUIDOID));
+    lock_children_steps.execute(l.values, l.nulls);
     for (pg_uuid_t& id : ids) cancel_workflow_steps(UUIDPGetDatum(&id));
 }
 

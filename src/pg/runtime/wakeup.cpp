@@ -7,6 +7,7 @@
 extern "C" {
 #include "access/twophase.h"
 #include "common/hashfn.h"
+#include "storage/ipc.h"
 }
 
 namespace wf::pg {
@@ -128,9 +129,24 @@ void waiter_slots_init(void* at, bool found) {
     for (int i = 0; i < waiting->count; i++) pg_atomic_init_u32(&slots()[i].active, 0);
 }
 
+// A backend that exits while it waits (FATAL: terminated, its client gone)
+// unwinds no C++ frame: its slot is ended here, or the count of result
+// waiters would stay up until a restart.
+void end_waiting_at_exit(int, Datum) { end_waiting(); }
+
+void ensure_exit_callback() {
+    static bool registered = false;
+    if (registered) return;
+    before_shmem_exit(end_waiting_at_exit, 0);
+    registered = true;
+}
+
 void begin_waiting(uint32 hash) {
     WaiterSlot* slot = my_slot();
     if (!slot) return;
+    ensure_exit_callback();
+    if (pg_atomic_exchange_u32(&slot->active, 0) == kResultWaiter)
+        pg_atomic_fetch_sub_u32(&waiting->result_waiters, 1);
     slot->database = MyDatabaseId;
     slot->queue_hash = hash;
     pg_write_barrier();
@@ -179,6 +195,9 @@ void note_result_ready(uint32 hash) {
 bool begin_waiting_for_result(uint32 hash) {
     WaiterSlot* slot = my_slot();
     if (!slot) return false;
+    ensure_exit_callback();
+    if (pg_atomic_exchange_u32(&slot->active, 0) == kResultWaiter)
+        pg_atomic_fetch_sub_u32(&waiting->result_waiters, 1);
     slot->database = MyDatabaseId;
     slot->queue_hash = hash;
     pg_write_barrier();
