@@ -62,10 +62,7 @@ void note_ready_queues(const Rows& rows, const char* status_column = nullptr) {
     "                    depends_on, pending_deps, last_error, cancelled_by, finished_at," \
     "                    key, dedup_key, max_run_time, start_by, version, child_of)" \
     " VALUES ($1, $2, $3, coalesce($4, now()), $5, $6, $6, $7, $8, $9, $10, $11, $12, $13," \
-    "         CASE WHEN $2 = 'cancelled' THEN now() END, $14, $15, $16, $17, $18," \
-    /* A job enqueued into a child workflow belongs to its parent too. */ \
-    "         CASE WHEN $8::uuid IS NOT NULL THEN" \
-    "           (SELECT w.child_of FROM wf.workflow w WHERE w.id = $8::uuid) END)" \
+    "         CASE WHEN $2 = 'cancelled' THEN now() END, $14, $15, $16, $17, $18, $19)" \
     ON_KEY_CONFLICT \
     " RETURNING queue, priority, run_at, id, key, version, status)," \
     ENTER_READY("job", WF_SQL_IF_PENDING) \
@@ -74,7 +71,13 @@ void note_ready_queues(const Rows& rows, const char* status_column = nullptr) {
 #define WF_INSERT_JOB_TYPES \
     {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID, \
      INT8ARRAYOID, INT4OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, \
-     TEXTOID}
+     TEXTOID, INT8OID}
+
+// A job enqueued into a child workflow belongs to its parent too. A
+// statement of its own, run only then: a subquery in the insert would be
+// set up by every enqueue's executor (a lock on wf.workflow each time).
+PreparedStatement workflow_parent(
+    "SELECT child_of FROM wf.workflow WHERE id = $1", {UUIDOID});
 
 PreparedStatement insert_job_with_idempotency_key(
     WF_INSERT_JOB_SQL(" ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
@@ -685,7 +688,7 @@ std::vector<int64> int64_column(const Rows& rows, const char* column) {
 // ---------------------------------------------------------------- enqueue
 
 std::optional<int64> insert_job(const NewJob& job) {
-    Params<18> p;
+    Params<19> p;
     p.set(0, job.queue);
     p.set(1, text_datum(job.status));
     p.set(2, job.payload);
@@ -704,6 +707,14 @@ std::optional<int64> insert_job(const NewJob& job) {
     p.set_or_null(15, !job.max_run_time, job.max_run_time.value_or(0));
     p.set_or_null(16, !job.start_by, job.start_by.value_or(0));
     p.set_or_null(17, !job.version, job.version.value_or(0));
+    std::optional<int64> child_of;
+    if (job.workflow_id) {
+        Params<1> w;
+        w.set(0, *job.workflow_id);
+        Rows parent = workflow_parent.execute(w.values, w.nulls);
+        if (!parent.empty() && !parent.is_null(0, "child_of")) child_of = parent.int64_at(0, "child_of");
+    }
+    p.set_or_null(18, !child_of, Int64GetDatum(child_of.value_or(0)));
     PreparedStatement& insert = job.idempotency_key ? insert_job_with_idempotency_key
                                                     : insert_job_without_idempotency_key;
     Rows rows = insert.execute(p.values, p.nulls);
