@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <unordered_set>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -692,11 +693,11 @@ struct Edges {
 }  // namespace
 
 WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_payload_bytes,
-                                 const std::vector<std::string>& existing_steps) {
-    auto is_existing = [&](const std::string& name) {
-        return std::find(existing_steps.begin(), existing_steps.end(), name) !=
-               existing_steps.end();
-    };
+                                 const std::vector<std::string>& existing_steps,
+                                 const std::string& default_queue) {
+    // Looked up once per name of the new steps and of their "after" lists.
+    const std::unordered_set<std::string> existing(existing_steps.begin(), existing_steps.end());
+    auto is_existing = [&](const std::string& name) { return existing.count(name) > 0; };
     SpecReader reader(max_payload_bytes);
     if (!json::sax_parse(json_text.data(), json_text.data() + json_text.size(), &reader)) {
         std::string detail = reader.syntax_error;
@@ -726,10 +727,10 @@ WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_pay
 
     for (ParsedStep& step : steps) {
         if (step.has_queue) continue;
-        if (!reader.queue)
+        if (!reader.queue && default_queue.empty())
             fail("step " + in_quotes(step.spec.name) + " has no queue", {},
                  "Give the step a \"queue\", or the workflow a default \"queue\".");
-        step.spec.queue = *reader.queue;
+        step.spec.queue = reader.queue ? *reader.queue : default_queue;
     }
 
     // Predecessors, each once, in the order first listed.

@@ -91,7 +91,10 @@ struct WorkflowSpec {
 // unknown predecessors, cycles), each message naming the offending step.
 // `existing_steps`: names of steps already in the workflow (steps added to a
 // running workflow): "after" may name them, new steps may not reuse them.
+// `default_queue` (non-empty): the queue of steps that name none when the
+// spec has no "queue" of its own.
 WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_payload_bytes,
-                                 const std::vector<std::string>& existing_steps = {});
+                                 const std::vector<std::string>& existing_steps = {},
+                                 const std::string& default_queue = {});
 
 }  // namespace wf::core

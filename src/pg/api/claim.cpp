@@ -35,9 +35,6 @@ struct ClaimRequest {
     std::optional<std::vector<Datum>> versions;  // only jobs of these versions
 };
 
-// Wakes a waiting claimer at most this often without shared memory
-// (pg_wf not preloaded), where commits cannot set its latch.
-constexpr long kPollWithoutSharedMemoryMs = 100;
 
 // How many jobs this claim may take (0 when paused or at max_running), and
 // who owns them (the claim's lease, else the queue's).

@@ -65,12 +65,6 @@ void check_bulk_args(FunctionCallInfo fcinfo, int max_jobs_arg) {
     core::validate_positive(int32_arg(fcinfo, max_jobs_arg, "max_jobs"), "max_jobs");
 }
 
-std::vector<int64> ids_of(const Rows& rows) {
-    std::vector<int64> ids;
-    for (uint64 r = 0; r < rows.size(); r++) ids.push_back(rows.int64_at(r, "id"));
-    return ids;
-}
-
 }  // namespace
 }  // namespace wf::pg
 
@@ -85,7 +79,7 @@ WF_SQL_FUNCTION(wf_retry_where) {
         require_right(Capability::operate, queue);
         Params<4> p;
         for (int i = 0; i < 4; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));
-        std::vector<int64> ids = ids_of(retryable_jobs.execute(p.values, p.nulls));
+        std::vector<int64> ids = retryable_jobs.execute(p.values, p.nulls).int64_column("id");
         int32 count = 0;
         for (int64 id : ids) {
             try {
@@ -130,7 +124,7 @@ WF_SQL_FUNCTION(wf_cancel_where) {
         require_right(Capability::operate, queue);
         Params<5> p;
         for (int i = 0; i < 5; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));
-        std::vector<int64> ids = ids_of(cancellable_jobs.execute(p.values, p.nulls));
+        std::vector<int64> ids = cancellable_jobs.execute(p.values, p.nulls).int64_column("id");
         int32 count = 0;
         for (int64 id : ids)
             if (cancel_job(PG_GETARG_DATUM(0), id)) count++;

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "pg/api/frame.hpp"
+#include "pg/api/workflow.hpp"
 #include "pg/api/waiting.hpp"
 #include "pg/jobs/children.hpp"
 #include "pg/runtime/shared_memory.hpp"
@@ -26,12 +27,6 @@ PreparedStatement read_job_result(
 PreparedStatement first_step(
     "SELECT xmin AS changed_by FROM wf.job WHERE workflow_id = $1 ORDER BY id LIMIT 1",
     {UUIDOID});
-
-PreparedStatement workflow_queues(
-    "SELECT DISTINCT queue FROM wf.job WHERE workflow_id = $1", {UUIDOID});
-
-// Without shared memory (pg_wf not preloaded) commits cannot set the latch.
-constexpr long kPollWithoutSharedMemoryMs = 100;
 
 // Registered as a result waiter for as long as it lives.
 class ResultWait {
@@ -150,15 +145,9 @@ WF_SQL_FUNCTION(wf_wait_workflow) {
     with_job_tables([&] {
         Params<1> p;
         p.set(0, workflow_id);
-        Rows queues = workflow_queues.execute_latest(p.values, p.nulls);
-        std::vector<std::string> names;
-        for (uint64 r = 0; r < queues.size(); r++) names.push_back(queues.text_at(r, "queue"));
-        if (names.empty()) {
-            char* text = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
-            throw core::Error("42704", std::string("workflow ") + text + " does not exist", {},
-                              "Workflow ids are returned by wf_submit; wf.workflows lists them.");
-        }
-        for (const std::string& queue : names) require_waiting_right(queue);
+        std::vector<std::string> queues = workflow_step_queues(workflow_id);
+        if (queues.empty()) no_such_workflow(workflow_id);
+        for (const std::string& queue : queues) require_waiting_right(queue);
 
         ResultWait registration(workflow_result_hash(uuid));
         call([] { ResetLatch(MyLatch); });

@@ -58,9 +58,9 @@ template <typename Park>
 const char* park_running_job(const FencingToken& token, Park&& park) {
     return with_job_tables([&]() -> const char* {
         require_right(Capability::work, token.queue_name);
-        std::optional<bool> cancel_requested = lock_running_attempt(token);
-        if (!cancel_requested) return nullptr;
-        if (*cancel_requested) {
+        std::optional<RunningAttempt> running = lock_running_attempt(token);
+        if (!running) return nullptr;
+        if (running->cancel_requested) {
             complete_job(token, std::nullopt);
             return "cancelled";
         }

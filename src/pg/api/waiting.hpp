@@ -7,6 +7,10 @@
 
 namespace wf::pg {
 
+// Without pg_wf's shared memory (not preloaded) commits cannot set a
+// waiter's latch: a wait polls this often instead.
+constexpr long kPollWithoutSharedMemoryMs = 100;
+
 // Sleeps until the latch is set or `timeout_ms` passes; a client that is
 // gone ends the session (FATAL 08006 at the next CHECK_FOR_INTERRUPTS).
 void wait_for_latch_or_lost_client(long timeout_ms);

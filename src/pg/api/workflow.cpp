@@ -10,6 +10,7 @@
 #include "core/workflow_spec.hpp"
 #include "pg/api/frame.hpp"
 #include "pg/api/queue_settings.hpp"
+#include "pg/api/workflow.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
 
@@ -105,13 +106,6 @@ PreparedStatement record_child(
     "INSERT INTO wf.child (parent_queue, parent_id, name, workflow_id) VALUES ($1, $2, $3, $4)",
     {TEXTOID, INT8OID, TEXTOID, UUIDOID});
 
-// The running step, locked as a completion locks it: whether its cancel
-// was requested, its workflow and its version.
-PreparedStatement lock_running_step(
-    "SELECT j.cancel_requested, j.workflow_id, j.version, j.child_of FROM wf.job j, wf.claim c"
-    " WHERE " WF_SQL_TOKEN_HOLDS " FOR NO KEY UPDATE OF j",
-    {TEXTOID, INT8OID, INT4OID});
-
 // Steps are added to a workflow one transaction at a time.
 PreparedStatement lock_workflow_row(
     "SELECT 1 FROM wf.workflow WHERE id = $1 FOR UPDATE", {UUIDOID});
@@ -154,17 +148,11 @@ PreparedStatement describe_workflow(
     "  AS described FROM wf.workflows w WHERE w.workflow_id = $1",
     {UUIDOID});
 
-// The queues a workflow's steps are in: acting on it needs a right on each.
 PreparedStatement workflow_queues(
     "SELECT DISTINCT queue FROM wf.job WHERE workflow_id = $1", {UUIDOID});
 
 void require_right_on_steps(Datum workflow_id, Capability capability) {
-    Params<1> p;
-    p.set(0, workflow_id);
-    Rows queues = workflow_queues.execute(p.values, p.nulls);
-    std::vector<std::string> names;
-    for (uint64 r = 0; r < queues.size(); r++) names.push_back(queues.text_at(r, "queue"));
-    for (const std::string& queue : names) require_right(capability, queue);
+    for (const std::string& queue : workflow_step_queues(workflow_id)) require_right(capability, queue);
 }
 
 PreparedStatement workflow_exists(
@@ -175,12 +163,6 @@ PreparedStatement workflow_exists(
 Datum uuid_arg(FunctionCallInfo fcinfo, int n, const char* name) {
     core::require_not_null(PG_ARGISNULL(n), name);
     return PG_GETARG_DATUM(n);
-}
-
-[[noreturn]] void no_such_workflow(Datum id) {
-    char* text = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, id)); });
-    throw core::Error("42704", std::string("workflow ") + text + " does not exist",
-                      {}, "Workflow ids are returned by wf_submit; wf.workflows lists them.");
 }
 
 // A step's run_at text as a timestamptz; an error names the step.
@@ -290,9 +272,7 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     for (const core::StepSpec& step : spec.steps) count(step.queue, Metric::enqueued);
 
     // The id outlives SPI: copied out by value.
-    pg_uuid_t workflow_id;
-    std::memcpy(&workflow_id, DatumGetUUIDP(submitted.datum(0, "workflow_id")),
-                sizeof workflow_id);
+    pg_uuid_t workflow_id = submitted.uuid_at(0, "workflow_id");
     Datum ready_queues = submitted.datum(0, "ready_queues");
     call([&] {
         ArrayType* array = DatumGetArrayTypeP(ready_queues);
@@ -316,10 +296,7 @@ pg_uuid_t start_workflow(const core::WorkflowSpec& spec) {
     for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
     Params<2> p;
     p.set(0, text_datum(*spec.key));
-    pg_uuid_t holder;
-    std::memcpy(&holder, DatumGetUUIDP(lock_workflow_key.execute(p.values, p.nulls)
-                                           .datum(0, "workflow_id")),
-                sizeof holder);
+    pg_uuid_t holder = lock_workflow_key.execute(p.values, p.nulls).uuid_at(0, "workflow_id");
     static const pg_uuid_t nil{};
     if (std::memcmp(&holder, &nil, sizeof holder) != 0) {
         Params<1> w;
@@ -327,10 +304,7 @@ pg_uuid_t start_workflow(const core::WorkflowSpec& spec) {
         if (workflow_active.execute_latest(w.values, w.nulls).bool_at(0, "active")) {
             // Keys are one namespace: the workflow that holds this one is the
             // caller's only if it may produce in every queue of its steps.
-            Rows queues = workflow_queues.execute_latest(w.values, w.nulls);
-            std::vector<std::string> names;
-            for (uint64 r = 0; r < queues.size(); r++) names.push_back(queues.text_at(r, "queue"));
-            for (const std::string& queue : names)
+            for (const std::string& queue : workflow_step_queues(w.values[0]))
                 if (!has_right(RunAsOwner::caller(), Capability::produce, queue))
                     throw core::Error(core::sqlstate::insufficient_privilege,
                                       "workflow key \"" + *spec.key +
@@ -365,26 +339,23 @@ Datum uuid_result(const pg_uuid_t& id) {
     return UUIDPGetDatum(result);
 }
 
-// A JSON string literal of `s`.
-std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (char ch : s) {
-        unsigned char c = static_cast<unsigned char>(ch);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += ch;
-        } else if (c < 0x20) {
-            char buf[8];
-            snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += ch;
-        }
-    }
-    return out + "\"";
+}  // namespace
+
+std::vector<std::string> workflow_step_queues(Datum workflow_id) {
+    Params<1> p;
+    p.set(0, workflow_id);
+    Rows queues = workflow_queues.execute_latest(p.values, p.nulls);
+    std::vector<std::string> names;
+    for (uint64 r = 0; r < queues.size(); r++) names.push_back(queues.text_at(r, "queue"));
+    return names;
 }
 
-}  // namespace
+[[noreturn]] void no_such_workflow(Datum id) {
+    char* text = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, id)); });
+    throw core::Error("42704", std::string("workflow ") + text + " does not exist",
+                      {}, "Workflow ids are returned by wf_submit; wf.workflows lists them.");
+}
+
 }  // namespace wf::pg
 
 using namespace wf;
@@ -440,26 +411,18 @@ WF_SQL_FUNCTION(wf_start_child) {
 
     std::optional<pg_uuid_t> id = with_job_tables([&]() -> std::optional<pg_uuid_t> {
         require_right(Capability::work, token.queue_name);
-        Params<3> t;
-        t.set(0, token.queue);
-        t.set(1, Int64GetDatum(token.id));
-        t.set(2, Int32GetDatum(token.attempt));
-        Rows step = lock_running_step.execute(t.values, t.nulls);
-        if (step.size() != 1 || step.bool_at(0, "cancel_requested")) return std::nullopt;
+        std::optional<RunningAttempt> step = lock_running_attempt(token);
+        if (!step || step->cancel_requested) return std::nullopt;
         StepsTarget target;
         target.child_of = token.id;
-        if (!step.is_null(0, "version")) target.default_version = step.text_at(0, "version");
+        target.default_version = step->version;
         Params<4> c;
         c.set(0, token.queue);
         c.set(1, Int64GetDatum(token.id));
         c.set(2, name_datum);
         Rows found = find_child.execute(c.values, c.nulls);
-        pg_uuid_t child;
-        if (!found.empty()) {
-            std::memcpy(&child, DatumGetUUIDP(found.datum(0, "workflow_id")), sizeof child);
-            return child;
-        }
-        child = insert_steps(spec, target);
+        if (!found.empty()) return found.uuid_at(0, "workflow_id");
+        pg_uuid_t child = insert_steps(spec, target);
         c.set(3, UUIDPGetDatum(&child));
         record_child.execute(c.values, c.nulls);
         return child;
@@ -483,25 +446,19 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
 
     bool completed = with_job_tables([&] {
         require_right(Capability::work, token.queue_name);
-        Params<3> t;
-        t.set(0, token.queue);
-        t.set(1, Int64GetDatum(token.id));
-        t.set(2, Int32GetDatum(token.attempt));
-        Rows step = lock_running_step.execute(t.values, t.nulls);
-        if (step.size() != 1) return false;
-        if (step.is_null(0, "workflow_id"))
+        std::optional<RunningAttempt> step = lock_running_attempt(token);
+        if (!step) return false;
+        if (!step->workflow_id)
             throw core::Error("55000",
                               "job " + std::to_string(token.id) + " is not a workflow step",
                               "Steps can be added only to the workflow of the completing step.",
                               "Use wf_complete, or wf_submit for a new workflow.");
-        pg_uuid_t workflow;
-        std::memcpy(&workflow, DatumGetUUIDP(step.datum(0, "workflow_id")), sizeof workflow);
         StepsTarget target;
-        target.workflow_id = UUIDPGetDatum(&workflow);
-        if (!step.is_null(0, "version")) target.default_version = step.text_at(0, "version");
+        target.workflow_id = UUIDPGetDatum(&*step->workflow_id);
+        target.default_version = step->version;
         // Steps added to a child workflow belong to the same parent.
-        if (!step.is_null(0, "child_of")) target.child_of = step.int64_at(0, "child_of");
-        if (step.bool_at(0, "cancel_requested") || steps_text == "[]") {
+        target.child_of = step->child_of;
+        if (step->cancel_requested || steps_text == "[]") {
             complete_job(token, optional_arg(fcinfo, 3));
             return true;
         }
@@ -521,10 +478,10 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
             target.existing[name] = id;
             done[name] = id == token.id || existing.text_at(r, "status") == "done";
         }
-        std::string text = "{\"queue\":" + json_string(token.queue_name) + ",\"steps\":" +
-                           steps_text + "}";
         core::WorkflowSpec spec =
-            core::parse_workflow_spec(text, static_cast<size_t>(max_payload_size), names);
+            core::parse_workflow_spec("{\"steps\":" + steps_text + "}",
+                                      static_cast<size_t>(max_payload_size), names,
+                                      std::string(token.queue_name));
         std::vector<int64> outer_parents;
         for (const core::StepSpec& added : spec.steps)
             for (const std::string& parent : added.after_existing) {
@@ -556,12 +513,7 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
 WF_SQL_FUNCTION(wf_workflow) {
     Datum id = uuid_arg(fcinfo, 0, "workflow_id");
     Datum result = with_job_tables([&] {
-        Params<1> q;
-        q.set(0, id);
-        Rows queues = workflow_queues.execute(q.values, q.nulls);
-        std::vector<std::string> names;
-        for (uint64 r = 0; r < queues.size(); r++) names.push_back(queues.text_at(r, "queue"));
-        for (const std::string& queue : names)
+        for (const std::string& queue : workflow_step_queues(id))
             if (!has_right(RunAsOwner::caller(), std::nullopt, queue))
                 require_right(Capability::observe, queue);
         Params<1> p;

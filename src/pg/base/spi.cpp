@@ -72,6 +72,26 @@ Datum Rows::datum(uint64 row, const char* column) const {
     return isnull ? 0 : d;
 }
 
+pg_uuid_t Rows::uuid_at(uint64 row, const char* column) const {
+    pg_uuid_t id;
+    std::memcpy(&id, DatumGetUUIDP(datum(row, column)), sizeof id);
+    return id;
+}
+
+std::vector<int64> Rows::int64_column(const char* column) const {
+    std::vector<int64> v;
+    v.reserve(count_);
+    for (uint64 r = 0; r < count_; r++) v.push_back(int64_at(r, column));
+    return v;
+}
+
+std::vector<pg_uuid_t> Rows::uuid_column(const char* column) const {
+    std::vector<pg_uuid_t> v;
+    v.reserve(count_);
+    for (uint64 r = 0; r < count_; r++) v.push_back(uuid_at(r, column));
+    return v;
+}
+
 int64 Rows::int64_at(uint64 row, const char* column) const {
     return DatumGetInt64(datum(row, column));
 }

@@ -32,6 +32,10 @@ public:
     int32 int32_at(uint64 row, const char* column) const;
     bool bool_at(uint64 row, const char* column) const;
     std::string text_at(uint64 row, const char* column) const;  // NULL reads as ""
+    pg_uuid_t uuid_at(uint64 row, const char* column) const;    // copied out of SPI memory
+    // A column of every row (job ids, workflow ids).
+    std::vector<int64> int64_column(const char* column) const;
+    std::vector<pg_uuid_t> uuid_column(const char* column) const;
     // The 1-based position of a column, for readers that copy a range.
     int position(const char* column) const;
     SPITupleTable* table() const { return table_; }

@@ -119,12 +119,6 @@ PreparedStatement undelivered_outcomes(
     " ORDER BY workflow_id LIMIT 1000",
     {});
 
-pg_uuid_t uuid_of(Datum d) {
-    pg_uuid_t id;
-    std::memcpy(&id, DatumGetUUIDP(d), sizeof id);
-    return id;
-}
-
 bool uuid_less(const pg_uuid_t& a, const pg_uuid_t& b) {
     return std::memcmp(a.data, b.data, UUID_LEN) < 0;
 }
@@ -241,7 +235,8 @@ void jobs_ended(const Rows& rows) {
         else note_results_unhashed();
         Datum workflow = SPI_getbinval(tuple, table->tupdesc, workflow_at, &isnull);
         if (!isnull) {
-            pg_uuid_t uuid = uuid_of(workflow);
+            pg_uuid_t uuid;
+            std::memcpy(&uuid, DatumGetUUIDP(workflow), sizeof uuid);
             if (any_waiter) note_result_ready(workflow_result_hash(uuid));
             SPI_getbinval(tuple, table->tupdesc, child_of_at, &isnull);
             if (!isnull) child_workflows.push_back(uuid);
@@ -259,9 +254,7 @@ void jobs_ended(const Rows& rows) {
     // (cancel_workflow_steps ends steps, which comes back here).
     Params<1> p;
     p.set(0, int8_array(cancelled));
-    Rows children = children_to_cancel.execute(p.values, p.nulls);
-    std::vector<pg_uuid_t> ids;
-    for (uint64 r = 0; r < children.size(); r++) ids.push_back(uuid_of(children.datum(r, "workflow_id")));
+    std::vector<pg_uuid_t> ids = children_to_cancel.execute(p.values, p.nulls).uuid_column("workflow_id");
     if (ids.empty()) return;
     std::vector<Datum> datums;
     std::vector<bool> no_nulls(ids.size(), false);
@@ -278,17 +271,14 @@ int64 undelivered_children(Datum queue, int64 parent_id) {
     p.set(1, Int64GetDatum(parent_id));
     // Outcomes recorded while another transaction held the parent (this
     // caller holds it now): delivered here rather than at the worker's pass.
-    Rows recorded = recorded_outcomes_of.execute_latest(p.values, p.nulls);
-    std::vector<pg_uuid_t> ids;
-    for (uint64 r = 0; r < recorded.size(); r++) ids.push_back(uuid_of(recorded.datum(r, "workflow_id")));
+    std::vector<pg_uuid_t> ids =
+        recorded_outcomes_of.execute_latest(p.values, p.nulls).uuid_column("workflow_id");
     for (const pg_uuid_t& id : ids) settle_child(id, true);
     return count_undelivered.execute_latest(p.values, p.nulls).int64_at(0, "undelivered");
 }
 
 int64 settle_undelivered_children() {
-    Rows rows = undelivered_outcomes.execute();
-    std::vector<pg_uuid_t> ids;
-    for (uint64 r = 0; r < rows.size(); r++) ids.push_back(uuid_of(rows.datum(r, "workflow_id")));
+    std::vector<pg_uuid_t> ids = undelivered_outcomes.execute().uuid_column("workflow_id");
     for (const pg_uuid_t& id : ids) settle_child(id, true);
     return static_cast<int64>(ids.size());
 }

@@ -174,13 +174,6 @@ void note_released(const Rows& released) {
         if (released.text_at(r, "status") == "pending") note_queue_ready(released.text_at(r, "queue"));
 }
 
-std::vector<int64> ids_of(const Rows& rows) {
-    std::vector<int64> ids;
-    ids.reserve(rows.size());
-    for (uint64 r = 0; r < rows.size(); r++) ids.push_back(rows.int64_at(r, "id"));
-    return ids;
-}
-
 }  // namespace
 
 DependencyState lock_dependencies(const std::vector<int64>& ids) {
@@ -256,14 +249,14 @@ void release_dependents(const std::vector<int64>& job_ids) {
         note_released(release_children.execute(p.values, p.nulls));
         return;
     }
-    std::vector<int64> held = ids_of(lock_children_skipping.execute(p.values, p.nulls));
+    std::vector<int64> held = lock_children_skipping.execute(p.values, p.nulls).int64_column("id");
     p.set(1, int8_array(held));
     if (!held.empty()) note_released(release_children.execute(p.values, p.nulls));
     if (!defer_releases.execute(p.values, p.nulls).empty()) note_releases_deferred();
 }
 
 int64 settle_release_debts(bool* debts_left) {
-    std::vector<int64> children = ids_of(lock_indebted_children.execute());
+    std::vector<int64> children = lock_indebted_children.execute().int64_column("id");
     int64 released = 0;
     if (!children.empty()) {
         Params<1> p;
@@ -287,7 +280,7 @@ void restore_descendants(int64 id) {
     Params<1> r;
     r.set(0, Int64GetDatum(id));
     lock_restored_parents.execute(r.values, r.nulls);
-    std::vector<int64> restored = ids_of(restore_cancelled.execute(r.values, r.nulls));
+    std::vector<int64> restored = restore_cancelled.execute(r.values, r.nulls).int64_column("id");
     if (restored.empty()) return;
     // A job restored here may also wait on another parent that failed or
     // was cancelled: it is cancelled again, by that parent, whose own retry

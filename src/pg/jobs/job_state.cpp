@@ -270,7 +270,8 @@ PreparedStatement record_failure(
 // its recovery. Parking ends the claim without spending an attempt: its
 // max_attempts grows by one, since the next claim counts one more.
 PreparedStatement lock_running(
-    "SELECT j.cancel_requested FROM wf.job j, wf.claim c WHERE " WF_SQL_TOKEN_HOLDS
+    "SELECT j.cancel_requested, j.workflow_id, j.version, j.child_of"
+    "  FROM wf.job j, wf.claim c WHERE " WF_SQL_TOKEN_HOLDS
     " FOR NO KEY UPDATE OF j",
     {TEXTOID, INT8OID, INT4OID});
 
@@ -676,13 +677,6 @@ PreparedStatement fail_unstarted(
     "   LEFT JOIN failed f ON true",
     {TIMESTAMPTZOID, TIMESTAMPTZOID});
 
-std::vector<int64> int64_column(const Rows& rows, const char* column) {
-    std::vector<int64> v;
-    v.reserve(rows.size());
-    for (uint64 r = 0; r < rows.size(); r++) v.push_back(rows.int64_at(r, column));
-    return v;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- enqueue
@@ -742,7 +736,7 @@ std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_at
     p.set(2, Int32GetDatum(max_attempts));
     p.set_or_null(3, !keys, keys.value_or(0));
     p.set_or_null(4, !version, version.value_or(0));
-    std::vector<int64> ids = int64_column(insert_batch.execute(p.values, p.nulls), "id");
+    std::vector<int64> ids = insert_batch.execute(p.values, p.nulls).int64_column("id");
     // Ids come from one sequence in insertion order: sorted is input order.
     std::sort(ids.begin(), ids.end());
     if (!ids.empty()) note_queue_ready(text_view(queue));
@@ -1002,11 +996,16 @@ const char* fail_job(const FencingToken& token, Datum error, std::optional<doubl
 
 // ------------------------------------------------------------------- park
 
-std::optional<bool> lock_running_attempt(const FencingToken& token) {
+std::optional<RunningAttempt> lock_running_attempt(const FencingToken& token) {
     Params<3> p = token_params<3>(token);
     Rows rows = lock_running.execute(p.values, p.nulls);
     if (rows.size() != 1) return std::nullopt;
-    return rows.bool_at(0, "cancel_requested");
+    RunningAttempt attempt;
+    attempt.cancel_requested = rows.bool_at(0, "cancel_requested");
+    if (!rows.is_null(0, "workflow_id")) attempt.workflow_id = rows.uuid_at(0, "workflow_id");
+    if (!rows.is_null(0, "version")) attempt.version = rows.text_at(0, "version");
+    if (!rows.is_null(0, "child_of")) attempt.child_of = rows.int64_at(0, "child_of");
+    return attempt;
 }
 
 void park_as_pending(const FencingToken& token, Datum run_at, std::optional<Datum> event,
@@ -1055,7 +1054,7 @@ int64 signal_event(Datum event, std::optional<Datum> payload) {
 // ---------------------------------------------------------------- recover
 
 std::vector<int64> claim_owner_keys() {
-    return int64_column(running_owners.execute(), "owner_session");
+    return running_owners.execute().int64_column("owner_session");
 }
 
 int64 recover_claims(const std::vector<int64>& dead_owners, std::vector<int64>* finished) {
@@ -1129,9 +1128,9 @@ int32 cancel_workflow_steps(Datum workflow_id) {
     Params<1> w;
     w.set(0, workflow_id);
     Params<2> steps;
-    steps.set(0, int8_array(int64_column(lock_workflow.execute(w.values, w.nulls), "id")));
+    steps.set(0, int8_array(lock_workflow.execute(w.values, w.nulls).int64_column("id")));
     unready_workflow.execute(steps.values, steps.nulls);
-    steps.set(1, int8_array(int64_column(idle_steps.execute(steps.values, steps.nulls), "id")));
+    steps.set(1, int8_array(idle_steps.execute(steps.values, steps.nulls).int64_column("id")));
     Rows cancelled = cancel_steps.execute(steps.values, steps.nulls);
     mark_workflow_cancelled.execute(w.values, w.nulls);
     jobs_ended(cancelled);
@@ -1142,7 +1141,7 @@ int32 cancel_workflow_steps(Datum workflow_id) {
     if (!parents.empty()) {
         Params<1> o;
         o.set(0, int8_array(parents));
-        std::vector<int64> outside = int64_column(parents_of_outsiders.execute(o.values, o.nulls), "parent_id");
+        std::vector<int64> outside = parents_of_outsiders.execute(o.values, o.nulls).int64_column("parent_id");
         if (!outside.empty()) cancel_dependents(outside, "was cancelled");
     }
     return count;

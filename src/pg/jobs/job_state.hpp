@@ -215,9 +215,15 @@ const char* fail_job(const FencingToken& token, Datum error, std::optional<doubl
                      bool permanent);
 
 // ---- park: running -> pending (snooze) or waiting (await) ----
-// Locks the running attempt; none for a stale token, else whether its
-// cancellation was requested (it must then complete, not park).
-std::optional<bool> lock_running_attempt(const FencingToken& token);
+// The running attempt, locked as a completion locks it; none for a stale
+// token. A job whose cancellation was requested must complete, not park.
+struct RunningAttempt {
+    bool cancel_requested = false;
+    std::optional<pg_uuid_t> workflow_id;  // a workflow step's
+    std::optional<std::string> version;
+    std::optional<int64> child_of;         // a child workflow's step: its parent job
+};
+std::optional<RunningAttempt> lock_running_attempt(const FencingToken& token);
 // Back to pending at `run_at`; with an event, it is delivered (signalled
 // with `payload`, JSON null if none). The parked attempt is not spent.
 void park_as_pending(const FencingToken& token, Datum run_at, std::optional<Datum> event,

@@ -196,7 +196,7 @@ std::vector<ReadyRow> take_ready_rows(Datum queue, TimestampTz now, int limit) {
     return rows;
 }
 
-bool claim_order_before(const ReadyRow& a, const ReadyRow& b) {
+static bool claim_order_before(const ReadyRow& a, const ReadyRow& b) {
     if (a.priority != b.priority) return a.priority > b.priority;
     if (a.run_at != b.run_at) return a.run_at < b.run_at;
     return a.id < b.id;

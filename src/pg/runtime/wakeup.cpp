@@ -208,13 +208,12 @@ bool begin_waiting_for_result(uint32 hash) {
     return true;
 }
 
-void wake_result_waiters(const uint32* hashes, int count, bool all) {
-    if (!waiting) return;
-    pg_memory_barrier();
-    if (pg_atomic_read_u32(&waiting->result_waiters) == 0) return;
+// Sets the latch of this database's waiters of `kind` whose hash is one of
+// `hashes` (every one of them when `all`).
+static void wake_slots(WaiterKind kind, const uint32* hashes, int count, bool all) {
     WaiterSlot* waiters = slots();
     for (int i = 0; i < waiting->count; i++) {
-        if (pg_atomic_read_u32(&waiters[i].active) != kResultWaiter) continue;
+        if (pg_atomic_read_u32(&waiters[i].active) != kind) continue;
         pg_read_barrier();
         if (waiters[i].database != MyDatabaseId) continue;
         bool match = all;
@@ -223,18 +222,17 @@ void wake_result_waiters(const uint32* hashes, int count, bool all) {
     }
 }
 
+void wake_result_waiters(const uint32* hashes, int count, bool all) {
+    if (!waiting) return;
+    pg_memory_barrier();
+    if (pg_atomic_read_u32(&waiting->result_waiters) == 0) return;
+    wake_slots(kResultWaiter, hashes, count, all);
+}
+
 void wake_waiters(const uint32* hashes, int count, bool all) {
     if (!waiting) return;
     pg_memory_barrier();
-    WaiterSlot* waiters = slots();
-    for (int i = 0; i < waiting->count; i++) {
-        if (pg_atomic_read_u32(&waiters[i].active) != kQueueWaiter) continue;
-        pg_read_barrier();
-        if (waiters[i].database != MyDatabaseId) continue;
-        bool match = all;
-        for (int h = 0; !match && h < count; h++) match = waiters[i].queue_hash == hashes[h];
-        if (match) SetLatch(&ProcGlobal->allProcs[i].procLatch);
-    }
+    wake_slots(kQueueWaiter, hashes, count, all);
 }
 
 }  // namespace wf::pg

@@ -1,0 +1,16 @@
+// What the SQL functions that act on a whole workflow share
+// (workflow.cpp, results.cpp).
+#pragma once
+
+#include "pg/base/spi.hpp"
+
+namespace wf::pg {
+
+// The queues a workflow's steps are in (latest snapshot): acting on the
+// workflow needs a right on each. None for an unknown workflow.
+std::vector<std::string> workflow_step_queues(Datum workflow_id);
+
+// 42704 for a workflow id that names no workflow.
+[[noreturn]] void no_such_workflow(Datum workflow_id);
+
+}  // namespace wf::pg
