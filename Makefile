@@ -18,10 +18,11 @@ endif
 PGFILEDESC = "pg_wf - durable job queue and workflow engine"
 
 CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec.o src/core/cron.o \
-            src/core/rate_window.o
+            src/core/rate_window.o src/core/shard_names.o
 # src/pg, by layer, each using only those above it: base/ the C++/PostgreSQL
 # boundary and SPI; runtime/ the library in the server (shared memory,
-# wake-ups, session ownership, the extension's version); jobs/ the job state
+# wake-ups, session ownership, the extension's version); citus/ pg_wf
+# distributed by Citus (found in the catalogs, no Citus header); jobs/ the job state
 # machine and the dependency engine; api/ the SQL functions; worker/ the
 # background workers (launcher, reaper, retention); module.cpp loads it all.
 BASE_OBJS    = src/pg/base/guard.o src/pg/base/spi.o src/pg/base/args.o
@@ -29,6 +30,7 @@ RUNTIME_OBJS = src/pg/runtime/extension.o src/pg/runtime/attachments.o src/pg/ru
                src/pg/runtime/shared_memory.o \
                src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o \
                src/pg/runtime/rate_windows.o src/pg/runtime/metrics.o
+CITUS_OBJS   = src/pg/citus/shard_route.o src/pg/citus/distribute.o
 JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o \
                src/pg/jobs/flow_control.o src/pg/jobs/children.o
 API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/pg/api/operate.o \
@@ -36,7 +38,7 @@ API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/p
                src/pg/api/queue_settings.o src/pg/api/rights.o src/pg/api/results.o \
                src/pg/api/waiting.o src/pg/api/metrics.o
 WORKER_OBJS  = src/pg/worker/worker.o src/pg/worker/reaper.o src/pg/worker/retention.o
-PG_OBJS   = $(BASE_OBJS) $(RUNTIME_OBJS) $(JOBS_OBJS) $(API_OBJS) $(WORKER_OBJS) src/pg/module.o
+PG_OBJS   = $(BASE_OBJS) $(RUNTIME_OBJS) $(CITUS_OBJS) $(JOBS_OBJS) $(API_OBJS) $(WORKER_OBJS) src/pg/module.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 
 PG_CPPFLAGS = -I$(srcdir)/src

@@ -161,6 +161,9 @@ CREATE TABLE wf.ready (
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
         autovacuum_vacuum_cost_delay = 0);
 CREATE UNIQUE INDEX ready_claim_order ON wf.ready (queue, priority DESC, run_at, id);
+-- Logical replication (a publication, Citus moving a shard) names a
+-- deleted ready row by its claim order (1.7).
+ALTER TABLE wf.ready REPLICA IDENTITY USING INDEX ready_claim_order;
 -- The same rows key by key, for claims that go key by key (fair, ordered,
 -- per-key limits): skipping from one key to the next is one index descent.
 CREATE INDEX ready_key_order ON wf.ready (queue, key, priority DESC, run_at, id);
@@ -975,6 +978,17 @@ REVOKE EXECUTE ON FUNCTION wf_retry_where(text, bigint[], text, int) FROM PUBLIC
 REVOKE EXECUTE ON FUNCTION wf_cancel_where(text, bigint[], text, text[], int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf_enable_schedule(text, boolean) FROM PUBLIC;
 
+
+-- 1.7: pg_wf on Citus (src/pg/citus/). Run by a superuser on the
+-- coordinator; they run as their caller (Citus's functions need its rights).
+CREATE FUNCTION wf_distribute() RETURNS void
+AS 'MODULE_PATHNAME', 'wf_distribute' LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+CREATE FUNCTION wf._take_id_range() RETURNS void
+AS 'MODULE_PATHNAME', 'wf_take_id_range' LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+REVOKE EXECUTE ON FUNCTION wf_distribute() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf._take_id_range() FROM PUBLIC;
 
 -- Nothing attaches to pg_wf's tables: no trigger, rule or row security
 -- (src/pg/runtime/attachments.hpp). pg_wf's functions and its worker write

@@ -197,7 +197,7 @@ WF_SQL_FUNCTION(wf_claim) {
     call([] { ensure_session_holds_owner_lock(); });
 
     // The claimed rows live in SPI memory: they are emitted inside the scope.
-    with_job_tables([&] {
+    with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::work, queue);
         std::optional<WaitRegistration> registration;
         TimestampTz started = GetCurrentTimestamp();
@@ -260,7 +260,7 @@ WF_SQL_FUNCTION(wf_complete_and_claim) {
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     call([] { ensure_session_holds_owner_lock(); });
 
-    with_job_tables([&] {
+    with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::work, token.queue_name);
         // True only for a job that ended done (not cancelled while it ran).
         bool done = false;
@@ -282,7 +282,7 @@ WF_SQL_FUNCTION(wf_complete_and_claim) {
 WF_SQL_FUNCTION(wf_heartbeat) {
     FencingToken token = fencing_token_arg(fcinfo);
     Interval* extend = PG_ARGISNULL(3) ? nullptr : interval_arg(fcinfo, 3, "extend", false);
-    bool yours = with_job_tables([&] {
+    bool yours = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::work, token.queue_name);
         return heartbeat(token, extend);
     });

@@ -96,7 +96,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
     job.start_by = optional_arg(fcinfo, 13);
     job.version = optional_arg(fcinfo, 14);
 
-    int64 id = with_job_tables([&] {
+    int64 id = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::produce, queue);
         QueueSettings settings = queue_settings(job.queue);
         if (!job.version && settings.version) job.version = text_datum(*settings.version);
@@ -213,7 +213,7 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
     }
 
     Datum queue_datum = PG_GETARG_DATUM(0);
-    std::vector<int64> ids = with_job_tables([&] {
+    std::vector<int64> ids = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::produce, queue);
         QueueSettings settings = queue_settings(queue_datum);
         if (settings.flow.ordered && !every_job_has_a_key && JB_ROOT_COUNT(payloads) > 0)

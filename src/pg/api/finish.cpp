@@ -13,7 +13,7 @@ using namespace wf::pg;
 WF_SQL_FUNCTION(wf_complete) {
     FencingToken token = fencing_token_arg(fcinfo);
     if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
-    bool done = with_job_tables([&] {
+    bool done = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::work, token.queue_name);
         bool ended_done = false;
         complete_job(token, optional_arg(fcinfo, 3), &ended_done);
@@ -69,7 +69,7 @@ WF_SQL_FUNCTION(wf_complete_many) {
                                     static_cast<size_t>(max_payload_size), "result");
     }
 
-    std::vector<int64> done = with_job_tables([&] {
+    std::vector<int64> done = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::work, queue);
         return complete_jobs(PG_GETARG_DATUM(0), ids, attempts, optional_arg(fcinfo, 3),
                              static_cast<size_t>(n_ids));
@@ -88,7 +88,7 @@ WF_SQL_FUNCTION(wf_fail) {
     bool permanent = bool_arg(fcinfo, 5, "permanent");
     core::validate_payload_size(error.size(), static_cast<size_t>(max_payload_size), "error");
 
-    const char* status = with_job_tables([&] {
+    const char* status = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::work, token.queue_name);
         return fail_job(token, PG_GETARG_DATUM(3), retry_in, permanent);
     });

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "pg/api/rights.hpp"
 #include "pg/base/args.hpp"
+#include "pg/citus/shard_route.hpp"
 #include "pg/jobs/job_state.hpp"
 #include "pg/runtime/extension.hpp"
 #include "pg/runtime/run_as.hpp"
@@ -20,6 +21,18 @@ template <typename Body>
 decltype(auto) with_job_tables(Body&& body) {
     RunAsOwner as_owner(pg_wf_owner());
     return with_spi(std::forward<Body>(body));
+}
+
+// with_job_tables for a call about one queue. On a distributed pg_wf its
+// statements name the local shards of that queue's group
+// (citus/shard_route.hpp); on one server this is with_job_tables.
+template <typename Body>
+decltype(auto) with_queue_tables(Datum queue, Body&& body) {
+    RunAsOwner as_owner(pg_wf_owner());
+    return with_spi([&]() -> decltype(auto) {
+        ShardRoute route(queue);
+        return body();
+    });
 }
 
 // A function whose arguments grew in a later schema version is called with

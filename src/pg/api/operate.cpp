@@ -12,7 +12,7 @@ using namespace wf::pg;
 WF_SQL_FUNCTION(wf_retry) {
     std::string_view queue = queue_arg(fcinfo, 0);
     int64 id = int64_arg(fcinfo, 1, "id");
-    bool retried = with_job_tables([&] {
+    bool retried = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::operate, queue);
         return retry_job(PG_GETARG_DATUM(0), id);
     });
@@ -23,7 +23,7 @@ WF_SQL_FUNCTION(wf_retry) {
 WF_SQL_FUNCTION(wf_cancel) {
     std::string_view queue = queue_arg(fcinfo, 0);
     int64 id = int64_arg(fcinfo, 1, "id");
-    bool cancelled = with_job_tables([&] {
+    bool cancelled = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::operate, queue);
         return cancel_job(PG_GETARG_DATUM(0), id);
     });
@@ -75,7 +75,7 @@ void check_bulk_args(FunctionCallInfo fcinfo, int max_jobs_arg) {
 WF_SQL_FUNCTION(wf_retry_where) {
     std::string_view queue = queue_arg(fcinfo, 0);
     check_bulk_args(fcinfo, 3);
-    int32 retried = with_job_tables([&] {
+    int32 retried = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::operate, queue);
         Params<4> p;
         for (int i = 0; i < 4; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));
@@ -120,7 +120,7 @@ WF_SQL_FUNCTION(wf_cancel_where) {
                                           "and failed.");
         }
     }
-    int32 cancelled = with_job_tables([&] {
+    int32 cancelled = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::operate, queue);
         Params<5> p;
         for (int i = 0; i < 5; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));

@@ -180,7 +180,7 @@ WF_SQL_FUNCTION(wf_configure_queue) {
     // '' removes the default version.
     if (!PG_ARGISNULL(14)) core::validate_label(text_arg(fcinfo, 14, "version"), "version", true);
 
-    with_job_tables([&] {
+    with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::administer, queue);
         Params<kArgs> p;
         for (int i = 0; i < kArgs; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));

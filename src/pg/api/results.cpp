@@ -100,7 +100,7 @@ WF_SQL_FUNCTION(wf_wait_job) {
     Datum queue_datum = PG_GETARG_DATUM(0);
 
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
-    with_job_tables([&] {
+    with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_waiting_right(queue);
         // Registered and latch reset before the first read: a commit after
         // that read's snapshot sets the latch, so no wake-up is lost.

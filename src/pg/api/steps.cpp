@@ -56,7 +56,7 @@ constexpr int kMaxProgressBytes = 8192;
 // wf_complete would.
 template <typename Park>
 const char* park_running_job(const FencingToken& token, Park&& park) {
-    return with_job_tables([&]() -> const char* {
+    return with_queue_tables(token.queue, [&]() -> const char* {
         require_right(Capability::work, token.queue_name);
         std::optional<RunningAttempt> running = lock_running_attempt(token);
         if (!running) return nullptr;
@@ -87,7 +87,7 @@ WF_SQL_FUNCTION(wf_checkpoint) {
     core::validate_label(text_arg(fcinfo, 3, "step"), "step");
     if (!PG_ARGISNULL(4)) payload_arg(fcinfo, 4, "output");
 
-    const char* status = with_job_tables([&]() -> const char* {
+    const char* status = with_queue_tables(PG_GETARG_DATUM(0), [&]() -> const char* {
         require_right(Capability::work, token.queue_name);
         Params<5> p;
         p.set(0, token.queue);
@@ -200,7 +200,7 @@ WF_SQL_FUNCTION(wf_progress) {
                           "It has " + std::to_string(bytes) + " bytes; the limit is " +
                               std::to_string(kMaxProgressBytes) + ".",
                           "Report a small summary (counts, a phase); keep results for wf_complete.");
-    bool yours = with_job_tables([&] {
+    bool yours = with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::work, token.queue_name);
         Params<4> p;
         p.set(0, token.queue);

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "core/error.hpp"
+
 namespace wf::pg {
 
 void spi_connect() {
@@ -17,12 +19,13 @@ PreparedStatement::PreparedStatement(const char* sql, std::initializer_list<Oid>
                                      Planning planning)
     : sql_(sql), argument_types_(argument_types), planning_(planning) {}
 
-void PreparedStatement::prepare() {
-    if (plan_ != nullptr) return;
+SqlRoute* current_sql_route = nullptr;
+
+SPIPlanPtr PreparedStatement::prepare_text(const char* sql) {
     int options = planning_ == Planning::generic ? CURSOR_OPT_GENERIC_PLAN
                                                  : CURSOR_OPT_CUSTOM_PLAN;
-    SPIPlanPtr plan = call([&] {
-        SPIPlanPtr p = SPI_prepare_cursor(sql_, static_cast<int>(argument_types_.size()),
+    return call([&] {
+        SPIPlanPtr p = SPI_prepare_cursor(sql, static_cast<int>(argument_types_.size()),
                                           argument_types_.data(), options);
         if (p == nullptr)
             elog(ERROR, "pg_wf: could not prepare statement: %s",
@@ -30,23 +33,44 @@ void PreparedStatement::prepare() {
         SPI_keepplan(p);
         return p;
     });
-    plan_ = plan;
+}
+
+SPIPlanPtr PreparedStatement::plan() {
+    if (current_sql_route != nullptr) return routed_plan(current_sql_route);
+    if (plan_ == nullptr) plan_ = prepare_text(sql_);
+    return plan_;
+}
+
+SPIPlanPtr PreparedStatement::routed_plan(SqlRoute* route) {
+    auto found = route->plans.find(this);
+    if (found != route->plans.end()) return found->second;
+    core::RoutedSql routed = core::route_sql(sql_, route->names);
+    // Refused rather than run against one node's copy of a reference table.
+    if (!routed.writes_replicated.empty())
+        throw core::Error("0A000", "this operation is not supported on a distributed pg_wf yet",
+                          "It writes " + routed.writes_replicated +
+                              ", which Citus replicates to every node, from the node that "
+                              "serves one queue.",
+                          "README, \"Scaling out\": what a distributed pg_wf supports.");
+    SPIPlanPtr p = prepare_text(routed.sql.c_str());
+    route->plans.emplace(this, p);
+    return p;
 }
 
 Rows PreparedStatement::execute(const Datum* values, const char* nulls) {
-    prepare();
+    SPIPlanPtr p = plan();
     int rc = call([&] {
-        return SPI_execute_plan(plan_, const_cast<Datum*>(values), nulls, false, 0);
+        return SPI_execute_plan(p, const_cast<Datum*>(values), nulls, false, 0);
     });
     if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
     return Rows(SPI_tuptable, SPI_processed);
 }
 
 Rows PreparedStatement::execute_latest(const Datum* values, const char* nulls) {
-    prepare();
+    SPIPlanPtr p = plan();
     int rc = call([&] {
         CommandCounterIncrement();
-        return SPI_execute_snapshot(plan_, const_cast<Datum*>(values), nulls, GetLatestSnapshot(),
+        return SPI_execute_snapshot(p, const_cast<Datum*>(values), nulls, GetLatestSnapshot(),
                                     InvalidSnapshot, false, false, 0);
     });
     if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <initializer_list>
+#include <unordered_map>
+
+#include "core/shard_names.hpp"
 
 #include "pg/base/guard.hpp"
 
@@ -47,6 +50,15 @@ private:
     uint64 count_;
 };
 
+// While set, statements name other relations than the ones written in
+// them: on a distributed pg_wf, one shard group's (pg/citus/shard_route.hpp
+// sets it). A statement keeps one plan per route, in the route.
+struct SqlRoute {
+    std::vector<core::ShardName> names;
+    std::unordered_map<const void*, SPIPlanPtr> plans;
+};
+extern SqlRoute* current_sql_route;
+
 // A statement prepared on first use and kept for the life of the backend;
 // the plan cache replans it by itself if the schema changes.
 class PreparedStatement {
@@ -69,7 +81,9 @@ public:
     Rows execute_latest(const Datum* values, const char* nulls);
 
 private:
-    void prepare();
+    SPIPlanPtr plan();
+    SPIPlanPtr routed_plan(SqlRoute* route);
+    SPIPlanPtr prepare_text(const char* sql);
     const char* sql_;
     std::vector<Oid> argument_types_;
     Planning planning_;

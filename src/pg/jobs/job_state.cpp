@@ -57,11 +57,11 @@ void note_ready_queues(const Rows& rows, const char* status_column = nullptr) {
 // Without an idempotency key the inserts are plain (WF_SQL_ENTER_READY_NEW).
 #define WF_INSERT_JOB_SQL(ON_KEY_CONFLICT, ENTER_READY) \
     "WITH job AS (" \
-    " INSERT INTO wf.job (queue, status, payload, run_at, priority, max_attempts," \
+    " INSERT INTO wf.job (id, queue, status, payload, run_at, priority, max_attempts," \
     "                    attempt_budget, idempotency_key, workflow_id, step_name," \
     "                    depends_on, pending_deps, last_error, cancelled_by, finished_at," \
     "                    key, dedup_key, max_run_time, start_by, version, child_of)" \
-    " VALUES ($1, $2, $3, coalesce($4, now()), $5, $6, $6, $7, $8, $9, $10, $11, $12, $13," \
+    " VALUES (nextval('wf.job_id_seq'), $1, $2, $3, coalesce($4, now()), $5, $6, $6, $7, $8, $9, $10, $11, $12, $13," \
     "         CASE WHEN $2 = 'cancelled' THEN now() END, $14, $15, $16, $17, $18, $19)" \
     ON_KEY_CONFLICT \
     " RETURNING queue, priority, run_at, id, key, version, status)," \
@@ -95,8 +95,8 @@ PreparedStatement find_by_key(
 
 PreparedStatement insert_batch(
     "WITH job AS ("
-    " INSERT INTO wf.job (queue, status, payload, max_attempts, attempt_budget, key, version)"
-    " SELECT $1, 'pending', e.value, $3, $3, e.key, $5"
+    " INSERT INTO wf.job (id, queue, status, payload, max_attempts, attempt_budget, key, version)"
+    " SELECT nextval('wf.job_id_seq'), $1, 'pending', e.value, $3, $3, e.key, $5"
     // Each payload with its key ($4 as long as $2, or NULL: no keys).
     "   FROM ROWS FROM (jsonb_array_elements($2), unnest($4::text[]))"
     "        WITH ORDINALITY AS e(value, key, n)"

@@ -8,6 +8,7 @@
 #include "pg/jobs/ready_set.hpp"
 
 #include "pg/base/guard.hpp"
+#include "pg/citus/shard_route.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -59,10 +60,16 @@ void open_ready_set(ReadyIndex which, Relation* table, Relation* index) {
     // where every transaction is read-only, too.
     PreventCommandIfReadOnly("wf_claim");
     Oid schema = get_namespace_oid("wf", false);
-    Oid table_oid = get_relname_relid("ready", schema);
-    const char* index_name = by_key       ? "ready_key_order"
-                             : by_version ? "ready_version_order"
-                                          : "ready_claim_order";
+    // On a distributed pg_wf, the local shard of wf.ready (shard_route.hpp).
+    ShardGroup* group = current_shard_group();
+    const char* suffix = group != nullptr ? group->ready_suffix.c_str() : "";
+    char table_name[NAMEDATALEN];
+    char index_name[NAMEDATALEN];
+    snprintf(table_name, sizeof table_name, "ready%s", suffix);
+    snprintf(index_name, sizeof index_name, "%s%s",
+             by_key ? "ready_key_order" : by_version ? "ready_version_order" : "ready_claim_order",
+             suffix);
+    Oid table_oid = get_relname_relid(table_name, schema);
     Oid index_oid = get_relname_relid(index_name, schema);
     if (!OidIsValid(table_oid) || !OidIsValid(index_oid))
         unexpected_ready_set("wf.ready or one of its indexes is missing");

@@ -14,6 +14,7 @@ extern "C" {
 #include "catalog/pg_trigger.h"
 #include "commands/event_trigger.h"
 #include "nodes/parsenodes.h"
+#include "utils/acl.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -21,6 +22,17 @@ extern "C" {
 
 namespace wf::pg {
 namespace {
+
+// Plain C: the owner of schema wf (pg_wf's owner, wf_owner), or InvalidOid.
+Oid wf_schema_owner() {
+    Oid schema = get_namespace_oid("wf", true);
+    if (!OidIsValid(schema)) return InvalidOid;
+    HeapTuple tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(schema));
+    if (!HeapTupleIsValid(tuple)) return InvalidOid;
+    Oid owner = reinterpret_cast<Form_pg_namespace>(GETSTRUCT(tuple))->nspowner;
+    ReleaseSysCache(tuple);
+    return owner;
+}
 
 // Plain C: whether the relation `rv` names is in schema wf.
 bool names_wf_relation(RangeVar* rv) {
@@ -33,7 +45,8 @@ bool names_wf_relation(RangeVar* rv) {
 }
 
 // The ALTER TABLE subcommands that attach code or policies, or enable what
-// was attached disabled, or hand the table to another owner.
+// was attached disabled, or hand the table to another owner. Handing it to
+// pg_wf's own owner is not: Citus does that to every shard it creates.
 bool attaches(AlterTableStmt* stmt) {
     ListCell* cell;
     foreach (cell, stmt->cmds) {
@@ -49,8 +62,10 @@ bool attaches(AlterTableStmt* stmt) {
             case AT_EnableRule:
             case AT_EnableAlwaysRule:
             case AT_EnableReplicaRule:
-            case AT_ChangeOwner:
                 return true;
+            case AT_ChangeOwner:
+                if (get_rolespec_oid(cmd->newowner, true) != wf_schema_owner()) return true;
+                break;
             default:
                 break;
         }

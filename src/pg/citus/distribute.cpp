@@ -1,0 +1,148 @@
+// wf_distribute(): pg_wf's tables and functions handed to Citus, on the
+// coordinator, once (calling it again finishes what is missing and changes
+// nothing else). What it builds is described in shard_route.hpp.
+#include "core/error.hpp"
+#include "pg/base/spi.hpp"
+#include "pg/citus/shard_route.hpp"
+
+namespace wf::pg {
+namespace {
+
+// Distributed by queue, colocated: everything about one queue's jobs. The
+// first one sets up the colocation group.
+const char* const kByQueue[] = {"queue_config", "job",   "ready",        "claim",
+                                "checkpoint",   "dedup", "ordered_group", "event_wait"};
+// A copy on every node: what is not one queue's.
+const char* const kReplicated[] = {"workflow", "workflow_key", "child",  "dependency",
+                                   "release_debt", "event",    "schedule", "grant"};
+// The functions addressed by queue (their first argument): Citus sends each
+// call to the node holding that queue's shard, inside a transaction block
+// too (force_delegation).
+const char* const kByQueueFunctions[] = {
+    "wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, "
+    "interval, timestamptz, text)",
+    "wf_enqueue_batch(text, jsonb, text[])",
+    "wf_claim(text, text, int, interval, interval, text[])",
+    "wf_complete_and_claim(text, bigint, int, jsonb, text, int, interval, text[])",
+    "wf_heartbeat(text, bigint, int, interval)",
+    "wf_complete(text, bigint, int, jsonb)",
+    "wf_complete_many(text, bigint[], int[], jsonb[])",
+    "wf_fail(text, bigint, int, text, interval, boolean)",
+    "wf_retry(text, bigint)",
+    "wf_cancel(text, bigint)",
+    "wf_retry_where(text, bigint[], text, int)",
+    "wf_cancel_where(text, bigint[], text, text[], int)",
+    "wf_checkpoint(text, bigint, int, text, jsonb)",
+    "wf_snooze(text, bigint, int, interval)",
+    "wf_progress(text, bigint, int, jsonb)",
+    "wf_wait_job(text, bigint, interval)",
+    "wf_configure_queue(text, int, interval, interval, interval, int, boolean, int, interval, int, "
+    "int, boolean, boolean, interval, text)",
+};
+
+PreparedStatement extension_schema(
+    "SELECT pg_catalog.quote_ident(n.nspname) AS schema FROM pg_catalog.pg_extension e"
+    "  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_wf'", {});
+PreparedStatement local_group("SELECT groupid FROM pg_catalog.pg_dist_local_group", {});
+PreparedStatement is_distributed(
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1::regclass)"
+    " AS done", {TEXTOID});
+PreparedStatement distribute_by_queue(
+    "SELECT pg_catalog.create_distributed_table($1::regclass, 'queue', colocate_with => $2)", {TEXTOID, TEXTOID});
+PreparedStatement replicate("SELECT pg_catalog.create_reference_table($1::regclass)", {TEXTOID});
+PreparedStatement delegate_by_queue(
+    "SELECT pg_catalog.create_distributed_function($1::regprocedure, 'queue',"
+    "       colocate_with => 'wf.queue_config', force_delegation => true)", {TEXTOID});
+// Each node hands out job ids from a range of its own (id_range.cpp).
+PreparedStatement take_id_ranges(
+    "SELECT n.nodename || ':' || n.nodeport AS node, r.success, r.result"
+    "  FROM pg_catalog.run_command_on_all_nodes('SELECT wf._take_id_range()') r"
+    "  JOIN pg_catalog.pg_dist_node n ON n.nodeid = r.nodeid", {});
+
+void distribute_all() {
+    if (local_group.execute().int32_at(0, "groupid") != 0)
+        throw core::Error("0A000", "wf_distribute() runs on the Citus coordinator", {},
+                          "Connect to the coordinator and call it there.");
+    for (const char* table : kByQueue) {
+        std::string name = std::string("wf.") + table;
+        Params<2> p;
+        p.set(0, text_datum(name));
+        if (is_distributed.execute(p.values, p.nulls).bool_at(0, "done")) continue;
+        p.set(1, text_datum(table == kByQueue[0] ? "none" : "wf.queue_config"));
+        distribute_by_queue.execute(p.values, p.nulls);
+    }
+    for (const char* table : kReplicated) {
+        std::string name = std::string("wf.") + table;
+        Params<1> p;
+        p.set(0, text_datum(name));
+        if (is_distributed.execute(p.values, p.nulls).bool_at(0, "done")) continue;
+        replicate.execute(p.values, p.nulls);
+    }
+    // The wf_* functions live in the schema CREATE EXTENSION put them in.
+    std::string schema = extension_schema.execute().text_at(0, "schema");
+    for (const char* function : kByQueueFunctions) {
+        Params<1> p;
+        p.set(0, text_datum(schema + "." + function));
+        delegate_by_queue.execute(p.values, p.nulls);
+    }
+    Rows ranges = take_id_ranges.execute();
+    for (uint64 r = 0; r < ranges.size(); r++)
+        if (!ranges.bool_at(r, "success"))
+            throw core::Error("55000",
+                              "could not set the job id range of node " + ranges.text_at(r, "node"),
+                              ranges.text_at(r, "result"));
+}
+
+// Node group g hands out job ids from g * 2^48 + 1 to (g + 1) * 2^48 - 1
+// (the coordinator, group 0, keeps the ids it handed out before), so ids
+// are unique across the cluster. The statement that sets it, or NULL when
+// it is set.
+PreparedStatement id_range_ddl(
+    "SELECT CASE WHEN s.seqmin <> r.low OR s.seqmax <> r.high THEN"
+    "         pg_catalog.format('ALTER SEQUENCE wf.job_id_seq MINVALUE %s MAXVALUE %s START WITH %s RESTART WITH %s',"
+    "                           r.low, r.high, r.low, greatest(r.low, CASE WHEN q.last_value BETWEEN r.low AND r.high"
+    "                                                          THEN q.last_value + 1 END)) END AS ddl"
+    "  FROM (SELECT (groupid::bigint << 48) + 1 AS low, ((groupid::bigint + 1) << 48) - 1 AS high"
+    "          FROM pg_catalog.pg_dist_local_group) r,"
+    "       pg_catalog.pg_sequence s, wf.job_id_seq q"
+    " WHERE s.seqrelid = 'wf.job_id_seq'::regclass", {});
+PreparedStatement no_ddl_propagation(
+    "SELECT pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true)", {});
+
+void take_id_range() {
+    Rows rows = id_range_ddl.execute();
+    if (rows.is_null(0, "ddl")) return;
+    std::string ddl = rows.text_at(0, "ddl");
+    // Not Citus's DDL: each node sets its own sequence.
+    no_ddl_propagation.execute();
+    int rc = call([&] { return SPI_execute(ddl.c_str(), false, 0); });
+    if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
+}
+
+}  // namespace
+}  // namespace wf::pg
+
+using namespace wf::pg;
+
+// wf_distribute() -> void
+WF_SQL_FUNCTION(wf_distribute) {
+    if (!call([] { return OidIsValid(get_extension_oid("citus", true)); }))
+        throw wf::core::Error("0A000", "Citus is not installed in this database",
+                              "wf_distribute() hands pg_wf's tables to Citus.",
+                              "CREATE EXTENSION citus (with citus in shared_preload_libraries), "
+                              "add the worker nodes, then call wf_distribute() again.");
+    if (!call([] { return superuser(); }))
+        throw wf::core::Error(wf::core::sqlstate::insufficient_privilege,
+                              "only a superuser may distribute pg_wf");
+    with_spi([] { distribute_all(); });
+    PG_RETURN_VOID();
+}
+
+// wf._take_id_range() -> void: run on every node by wf_distribute().
+WF_SQL_FUNCTION(wf_take_id_range) {
+    if (!call([] { return superuser(); }))
+        throw wf::core::Error(wf::core::sqlstate::insufficient_privilege,
+                              "only a superuser may set pg_wf's job id range");
+    with_spi([] { take_id_range(); });
+    PG_RETURN_VOID();
+}

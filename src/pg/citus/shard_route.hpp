@@ -1,0 +1,56 @@
+// pg_wf on Citus: which node serves a queue, and the names its SQL uses
+// there. Citus is found through the catalogs (no Citus header or library
+// is needed to build or run pg_wf without it).
+//
+// After wf_distribute() (distribute.cpp), every table that holds one
+// queue's rows is distributed by queue, all of them colocated, so a queue
+// lives in one shard group on one node; the rest are reference tables
+// (a copy on every node). A call for a queue is delegated by Citus to
+// that node (create_distributed_function), and there a ShardRoute makes
+// every statement of the call name the group's shards (wf.job_102008) and
+// the local copies of the reference tables: PostgreSQL plans them as on one
+// server, and the call never leaves the node.
+#pragma once
+
+#include <unordered_map>
+
+#include "pg/base/spi.hpp"
+
+namespace wf::pg {
+
+// Whether pg_wf's tables are distributed by Citus in this database.
+// Cached per backend; Citus's metadata changes invalidate it.
+bool distributed();
+
+// One shard group on this node: the names its statements use, and their
+// plans (one per PreparedStatement, kept for the backend's life).
+struct ShardGroup : SqlRoute {
+    int64 job_shard = 0;
+    std::string ready_suffix;  // "_102040": wf.ready's shard and its indexes' names end so
+};
+
+// While one exists, pg_wf's statements name the local shards of one group.
+// Constructed inside SPI (frame.hpp); a no-op where pg_wf is not
+// distributed. A queue served by another node is refused (0A000); a queue
+// whose shard is being moved waits for the move, then is refused (40001)
+// if the move took it away.
+class ShardRoute {
+public:
+    explicit ShardRoute(Datum queue);
+    explicit ShardRoute(int64 job_shard);  // the worker: one local group
+    ~ShardRoute();
+    ShardRoute(const ShardRoute&) = delete;
+    ShardRoute& operator=(const ShardRoute&) = delete;
+
+private:
+    void enter(int64 job_shard, const char* queue);
+    ShardGroup* saved_;
+};
+
+// The group the current statements are routed to, or nullptr.
+ShardGroup* current_shard_group();
+
+// The shards of wf.job placed on this node (the worker serves each).
+std::vector<int64> local_job_shards();
+
+}  // namespace wf::pg
