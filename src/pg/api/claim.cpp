@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "pg/api/frame.hpp"
+#include "pg/citus/ownership.hpp"
 #include "pg/api/queue_settings.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/ownership.hpp"
@@ -182,6 +183,13 @@ void emit(FunctionCallInfo fcinfo, std::vector<ClaimedJob>& jobs, int prefix_cou
 using namespace wf;
 using namespace wf::pg;
 
+// The owner lock of this session, or on a distributed pg_wf of the client
+// it serves (citus/ownership.hpp).
+void hold_owner_lock() {
+    int64 origin = distributed() ? with_spi([] { return citus_origin_owner_key(); }) : 0;
+    call([&] { ensure_session_holds_owner_lock(origin); });
+}
+
 // wf_claim(queue, worker, max_jobs, lease, wait, versions) -> TABLE(...)
 WF_SQL_FUNCTION(wf_claim) {
     require_arguments(fcinfo, 6);
@@ -194,7 +202,7 @@ WF_SQL_FUNCTION(wf_claim) {
 
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     // The lock that says this session is alive, taken before any job is ours.
-    call([] { ensure_session_holds_owner_lock(); });
+    hold_owner_lock();
 
     // The claimed rows live in SPI memory: they are emitted inside the scope.
     with_queue_tables(PG_GETARG_DATUM(0), [&] {
@@ -258,7 +266,7 @@ WF_SQL_FUNCTION(wf_complete_and_claim) {
     req.versions = versions_arg(fcinfo, 7);
 
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
-    call([] { ensure_session_holds_owner_lock(); });
+    hold_owner_lock();
 
     with_queue_tables(PG_GETARG_DATUM(0), [&] {
         require_right(Capability::work, token.queue_name);

@@ -20,6 +20,17 @@ namespace wf::pg {
 template <typename Body>
 decltype(auto) with_job_tables(Body&& body) {
     RunAsOwner as_owner(pg_wf_owner());
+    return with_spi([&]() -> decltype(auto) {
+        refuse_if_distributed();
+        return body();
+    });
+}
+
+// with_job_tables for reads that also serve a distributed pg_wf as they
+// are (the rights check behind the views).
+template <typename Body>
+decltype(auto) with_job_tables_anywhere(Body&& body) {
+    RunAsOwner as_owner(pg_wf_owner());
     return with_spi(std::forward<Body>(body));
 }
 

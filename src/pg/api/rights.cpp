@@ -255,7 +255,7 @@ bool reader_holds(FunctionCallInfo fcinfo, std::optional<Capability> capability)
 bool wf::pg::reader_holds_right(std::optional<Capability> capability, std::string_view queue) {
     Oid reader = GetUserId();
     if (std::optional<bool> known = known_right(reader, capability, queue)) return *known;
-    return with_job_tables([&] { return has_right(reader, capability, queue); });
+    return with_job_tables_anywhere([&] { return has_right(reader, capability, queue); });
 }
 
 // wf._visible(queue) -> boolean: whether the reader holds any right on it.

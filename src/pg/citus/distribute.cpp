@@ -8,13 +8,20 @@
 namespace wf::pg {
 namespace {
 
-// Distributed by queue, colocated: everything about one queue's jobs. The
-// first one sets up the colocation group.
-const char* const kByQueue[] = {"queue_config", "job",   "ready",        "claim",
-                                "checkpoint",   "dedup", "ordered_group", "event_wait"};
+// Distributed by queue, colocated: everything about one queue's jobs (and
+// the dependency edges, by the child's queue). The first one sets up the
+// colocation group.
+struct ByQueue {
+    const char* table;
+    const char* column;
+};
+const ByQueue kByQueue[] = {{"queue_config", "queue"},     {"job", "queue"},
+                            {"ready", "queue"},            {"claim", "queue"},
+                            {"checkpoint", "queue"},       {"dedup", "queue"},
+                            {"ordered_group", "queue"},    {"event_wait", "queue"},
+                            {"dependency", "child_queue"}, {"release_debt", "child_queue"}};
 // A copy on every node: what is not one queue's.
-const char* const kReplicated[] = {"workflow", "workflow_key", "child",  "dependency",
-                                   "release_debt", "event",    "schedule", "grant"};
+const char* const kReplicated[] = {"workflow", "workflow_key", "child", "event", "schedule", "grant"};
 // The functions addressed by queue (their first argument): Citus sends each
 // call to the node holding that queue's shard, inside a transaction block
 // too (force_delegation).
@@ -48,7 +55,8 @@ PreparedStatement is_distributed(
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1::regclass)"
     " AS done", {TEXTOID});
 PreparedStatement distribute_by_queue(
-    "SELECT pg_catalog.create_distributed_table($1::regclass, 'queue', colocate_with => $2)", {TEXTOID, TEXTOID});
+    "SELECT pg_catalog.create_distributed_table($1::regclass, $3, colocate_with => $2)",
+    {TEXTOID, TEXTOID, TEXTOID});
 PreparedStatement replicate("SELECT pg_catalog.create_reference_table($1::regclass)", {TEXTOID});
 PreparedStatement delegate_by_queue(
     "SELECT pg_catalog.create_distributed_function($1::regprocedure, 'queue',"
@@ -63,12 +71,13 @@ void distribute_all() {
     if (local_group.execute().int32_at(0, "groupid") != 0)
         throw core::Error("0A000", "wf_distribute() runs on the Citus coordinator", {},
                           "Connect to the coordinator and call it there.");
-    for (const char* table : kByQueue) {
-        std::string name = std::string("wf.") + table;
-        Params<2> p;
+    for (const ByQueue& t : kByQueue) {
+        std::string name = std::string("wf.") + t.table;
+        Params<3> p;
         p.set(0, text_datum(name));
         if (is_distributed.execute(p.values, p.nulls).bool_at(0, "done")) continue;
-        p.set(1, text_datum(table == kByQueue[0] ? "none" : "wf.queue_config"));
+        p.set(1, text_datum(&t == &kByQueue[0] ? "none" : "wf.queue_config"));
+        p.set(2, text_datum(t.column));
         distribute_by_queue.execute(p.values, p.nulls);
     }
     for (const char* table : kReplicated) {

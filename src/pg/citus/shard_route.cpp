@@ -152,6 +152,16 @@ bool distributed() {
 
 ShardGroup* current_shard_group() { return current; }
 
+void refuse_if_distributed() {
+    if (!distributed()) return;
+    throw core::Error("0A000", "this pg_wf function is not supported on a distributed pg_wf yet",
+                      "A distributed pg_wf serves the calls addressed to one queue (enqueue, claim, "
+                      "heartbeat, complete, fail, checkpoint, snooze, retry, cancel, "
+                      "wf_configure_queue); workflows, events, schedules, grants and wf_sweep "
+                      "are not distributed yet.",
+                      "README, \"Scaling out\".");
+}
+
 ShardRoute::ShardRoute(Datum queue) : saved_(current) {
     if (!distributed()) return;
     char* cstring = call([&] { return TextDatumGetCString(queue); });

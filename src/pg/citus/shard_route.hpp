@@ -47,6 +47,11 @@ private:
     ShardGroup* saved_;
 };
 
+// What is not one queue's (workflows, events, schedules, grants, a sweep by
+// hand) is not served yet on a distributed pg_wf: refused (0A000) rather
+// than run as distributed queries Citus would plan one by one.
+void refuse_if_distributed();
+
 // The group the current statements are routed to, or nullptr.
 ShardGroup* current_shard_group();
 

@@ -41,22 +41,32 @@ void on_session_exit(int, Datum) {
 }  // namespace
 
 int64 session_owner_key() {
-    while (owner_key == 0) owner_key = static_cast<int64>(pg_prng_uint64(&pg_global_prng_state));
+    // Positive: the keys of Citus origins are negative (citus/ownership.hpp).
+    while (owner_key == 0)
+        owner_key = static_cast<int64>(pg_prng_uint64(&pg_global_prng_state) >> 1);
     return owner_key;
 }
 
-void ensure_session_holds_owner_lock() {
+void ensure_session_holds_owner_lock(int64 origin_key) {
+    if (origin_key != 0 && origin_key != owner_key) {
+        if (owner_key != 0) {
+            LOCKTAG old = owner_lock_tag(owner_key);
+            if (LockHeldByMe(&old, ExclusiveLock)) LockRelease(&old, ExclusiveLock, true);
+        }
+        owner_key = origin_key;
+    }
     LOCKTAG tag = owner_lock_tag(session_owner_key());
     // Checked on every claim: pg_advisory_unlock_all() or DISCARD ALL drop it.
     if (LockHeldByMe(&tag, ExclusiveLock)) return;
-    if (exit_hook_installed) {
+    if (exit_hook_installed && origin_key == 0) {
         // The lock was dropped: jobs claimed under the old key are (rightly)
         // recovered by the reaper. New claims get a new key, so that a
         // sweep that saw the old key free cannot take them.
         owner_key = 0;
         tag = owner_lock_tag(session_owner_key());
     }
-    LockAcquire(&tag, ExclusiveLock, true, false);
+    // Another backend serving the same client may hold an origin key.
+    (void)LockAcquire(&tag, ExclusiveLock, true, origin_key != 0);
     if (!exit_hook_installed) {
         before_shmem_exit(on_session_exit, 0);
         exit_hook_installed = true;

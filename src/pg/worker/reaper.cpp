@@ -8,6 +8,8 @@
 
 #include "pg/api/frame.hpp"
 #include "pg/api/schedule.hpp"
+#include "pg/citus/ownership.hpp"
+#include "pg/citus/shard_route.hpp"
 #include "pg/jobs/children.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/runtime/ownership.hpp"
@@ -24,6 +26,9 @@ int64 sweep_database() {
         bool alive = call([&] { return owner_is_alive(key); });
         if (!alive) dead.push_back(key);
     }
+    // On a distributed pg_wf, a client may outlive the backend that served
+    // its claim (citus/ownership.hpp).
+    if (!dead.empty() && current_shard_group() != nullptr) dead = without_live_origins(dead);
     recovered += recover_claims(dead, &finished);
 
     if (!finished.empty()) cancel_dependents(finished, "failed: its worker was lost");

@@ -3,6 +3,7 @@
 #include "pg/worker/retention.hpp"
 
 #include "pg/base/spi.hpp"
+#include "pg/citus/shard_route.hpp"
 
 namespace wf::pg {
 namespace {
@@ -70,6 +71,37 @@ PreparedStatement expire_leftovers(
     {TIMESTAMPTZOID});
 
 
+// On a distributed pg_wf, for one local shard group: what is not one
+// queue's (dependencies, workflows, events, children) is not there.
+PreparedStatement expire_group_jobs(
+    "WITH batch AS MATERIALIZED ("
+    "  SELECT ctid AS tid, id, created_at,"
+    "         status IN ('done', 'failed', 'cancelled') AND finished_at < $2 AS expired"
+    "    FROM wf.job WHERE id > $1 ORDER BY id LIMIT $3),"
+    " gone AS (DELETE FROM wf.job j WHERE j.ctid = ANY (ARRAY(SELECT tid FROM batch WHERE expired))"
+    "          RETURNING j.id)"
+    " SELECT (SELECT max(id) FROM batch) AS last_id, (SELECT count(*) FROM gone) AS deleted,"
+    "        coalesce((SELECT bool_or(created_at >= $2) FROM batch), true) AS walked_all",
+    {INT8OID, TIMESTAMPTZOID, INT4OID});
+
+PreparedStatement expire_group_leftovers(
+    "WITH checkpoints AS ("
+    "  DELETE FROM wf.checkpoint k WHERE k.recorded_at < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = k.queue AND j.id = k.job_id)),"
+    " dedups AS ("
+    "  DELETE FROM wf.dedup d WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.queue = d.queue AND j.id = d.job_id"
+    "        AND j.status IN ('blocked', 'pending', 'waiting'))),"
+    " groups AS ("
+    "  DELETE FROM wf.ordered_group g WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.queue = g.queue AND j.key = g.key)),"
+    " waits AS ("
+    "  DELETE FROM wf.event_wait w WHERE w.since < $1"
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = w.queue AND j.id = w.id"
+    "                        AND j.attempt = w.attempt AND j.status = 'waiting'))"
+    " SELECT 1",
+    {TIMESTAMPTZOID});
+
 }  // namespace
 
 int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
@@ -77,7 +109,8 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
     p.set(0, Int64GetDatum(*cursor));
     p.set(1, TimestampTzGetDatum(GetCurrentTimestamp() - int64{keep_seconds} * USECS_PER_SEC));
     p.set(2, Int32GetDatum(batch));
-    Rows step = expire_jobs.execute(p.values, p.nulls);
+    bool in_group = current_shard_group() != nullptr;
+    Rows step = (in_group ? expire_group_jobs : expire_jobs).execute(p.values, p.nulls);
     int64 deleted = step.int64_at(0, "deleted");
     // Past the last job, or among jobs created after the cutoff (which
     // cannot have finished before it): start again from the oldest.
@@ -86,7 +119,7 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
     if (walked_all) {
         Params<1> l;
         l.set(0, p.values[1]);
-        expire_leftovers.execute(l.values, l.nulls);
+        (in_group ? expire_group_leftovers : expire_leftovers).execute(l.values, l.nulls);
     }
     return deleted;
 }

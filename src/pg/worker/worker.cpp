@@ -6,6 +6,7 @@
 #include "pg/api/schedule.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/base/spi.hpp"
+#include "pg/citus/shard_route.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/job_state.hpp"
 #include "pg/runtime/extension.hpp"
@@ -16,6 +17,7 @@
 #include "pg/runtime/worker_registry.hpp"
 
 #include <cmath>
+#include <map>
 
 extern "C" {
 #include "access/heapam.h"
@@ -310,10 +312,11 @@ constexpr int64 kReadyVacuumMinDead = 1000;
 
 int64 ready_dead_left = 0;  // what the last vacuum could not remove (an old snapshot)
 
-// The body of a PassKind::vacuum pass.
-void vacuum_ready_set() {
+// The body of a PassKind::vacuum pass: wf.ready, or on a distributed
+// pg_wf its shard `ready_name` (one of this node's).
+void vacuum_ready_set(const char* ready_name = "ready") {
     Oid schema = get_namespace_oid("wf", true);
-    Oid ready = OidIsValid(schema) ? get_relname_relid("ready", schema) : InvalidOid;
+    Oid ready = OidIsValid(schema) ? get_relname_relid(ready_name, schema) : InvalidOid;
     PgStat_StatTabEntry* stats = OidIsValid(ready) ? pgstat_fetch_stat_tabentry(ready) : nullptr;
     if (stats == nullptr) return;
     int64 died = stats->n_dead_tuples - ready_dead_left;
@@ -341,29 +344,91 @@ void vacuum_ready_set() {
 constexpr int kRetentionBatch = 1000;
 int64 retention_cursor = 0;
 
+// On a distributed pg_wf (citus/shard_route.hpp) each node's worker serves
+// the shard groups placed on it, each pass once per group, named by its
+// shard of wf.job; what a group's passes keep between sweeps is here.
+struct LocalGroup {
+    int64 retention_cursor = 0;
+    std::string ready_name;  // its shard of wf.ready
+};
+std::map<int64, LocalGroup> local_groups;
+bool served_distributed = false;  // what the last full pass found
+
+void log_recovered(int64 recovered) {
+    if (recovered > 0)
+        ereport(LOG, (errmsg("pg_wf reaper recovered %lld job%s of lost workers in database \"%s\"",
+                             static_cast<long long>(recovered), recovered == 1 ? "" : "s",
+                             database_name)));
+}
+
+void retention_pass(int64* cursor) {
+    if (retention_seconds < 0) return;
+    int64 deleted = 0;
+    run_pass("pg_wf retention", [&] {
+        deleted = expire_finished_jobs(cursor, retention_seconds, kRetentionBatch);
+    });
+    if (deleted > 0)
+        ereport(DEBUG1, (errmsg("pg_wf deleted %lld finished jobs past wf.retention",
+                                static_cast<long long>(deleted))));
+}
+
+// The passes of run_full_pass for each local shard group. Cron and the
+// release of dependents are not served on a distributed pg_wf (README,
+// "Scaling out"): its schedules and dependencies are refused.
+void run_group_passes(const std::vector<int64>& shards) {
+    std::map<int64, LocalGroup> seen;
+    int64 recovered = 0;
+    for (int64 shard : shards) {
+        LocalGroup& group = seen[shard];
+        auto known = local_groups.find(shard);
+        if (known != local_groups.end()) group = known->second;
+        run_pass("pg_wf sweep", [&] {
+            ShardRoute route(shard);
+            recovered += sweep_database();
+            group.ready_name = "ready" + current_shard_group()->ready_suffix;
+        });
+        run_pass("pg_wf timeouts", [&] {
+            ShardRoute route(shard);
+            wake_waiting_jobs(std::nullopt, std::nullopt);
+        });
+        int64 cursor = group.retention_cursor;
+        run_pass("pg_wf retention", [&] {
+            if (retention_seconds < 0) return;
+            ShardRoute route(shard);
+            expire_finished_jobs(&cursor, retention_seconds, kRetentionBatch);
+        });
+        group.retention_cursor = cursor;
+        if (!group.ready_name.empty())
+            run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready",
+                                       [&] { vacuum_ready_set(group.ready_name.c_str()); });
+    }
+    local_groups = std::move(seen);
+    log_recovered(recovered);
+}
+
 // Every wf.sweep_interval: recovery, then event timeouts and cron ticks, each
 // in a pass of its own (a schedule that cannot fire, a hand-edited row, holds
 // back neither the timeouts nor the passes after it), retention and the
 // vacuum of the ready set.
 void run_full_pass() {
+    bool citus = false;
+    std::vector<int64> shards;
+    run_pass("pg_wf shards", [&] {
+        citus = distributed();
+        if (citus) shards = local_job_shards();
+    });
+    served_distributed = citus;
+    if (citus) {
+        run_group_passes(shards);
+        return;
+    }
     int64 recovered = 0;
     run_pass("pg_wf sweep", [&] { recovered = sweep_database(); });
     run_pass("pg_wf timeouts", [] { wake_waiting_jobs(std::nullopt, std::nullopt); });
     run_pass("pg_wf cron", [] { fire_due_schedules(); });
-    if (retention_seconds >= 0) {
-        int64 deleted = 0;
-        run_pass("pg_wf retention", [&] {
-            deleted = expire_finished_jobs(&retention_cursor, retention_seconds, kRetentionBatch);
-        });
-        if (deleted > 0)
-            ereport(DEBUG1, (errmsg("pg_wf deleted %lld finished jobs past wf.retention",
-                                    static_cast<long long>(deleted))));
-    }
-    run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready", vacuum_ready_set);
-    if (recovered > 0)
-        ereport(LOG, (errmsg("pg_wf reaper recovered %lld job%s of lost workers in database \"%s\"",
-                             static_cast<long long>(recovered), recovered == 1 ? "" : "s",
-                             database_name)));
+    retention_pass(&retention_cursor);
+    run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready", [] { vacuum_ready_set(); });
+    log_recovered(recovered);
 }
 
 // Debts on a child held by another transaction are tried again this soon
@@ -474,7 +539,7 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
         if (full_pass || releases_due) {
             if (extension_served()) {
                 if (full_pass) run_full_pass();
-                settle_releases(now);
+                if (!served_distributed) settle_releases(now);
             } else {
                 release_retry_ms = 0;  // nothing is retried in a database left alone
             }
