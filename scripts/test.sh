@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Runs every test of pg_wf: unit tests of the pure core, pg_regress for the
 # SQL API, isolation specs for concurrency, TAP crash tests. Installs what is
-# missing first. Usage: scripts/test.sh [unit|regress|isolation|tap|clients ...]
+# missing first. Usage:
+# scripts/test.sh [unit|regress|isolation|tap|clients|citus ...]
 # (clients: the Python and TypeScript libraries' suites and the dashboard's
-# browser test, against one throwaway cluster.)
+# browser test, against one throwaway cluster; citus: test/citus/run.sh, TAP
+# tests on a Citus coordinator and two workers, skipped with a line
+# "citus: skipped (why)" when no Citus is found.)
 # Ends with one line "N passed, M failed".
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 suites=("$@")
-[ ${#suites[@]} -eq 0 ] && suites=(unit regress isolation tap clients)
+[ ${#suites[@]} -eq 0 ] && suites=(unit regress isolation tap clients citus)
 want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 "$repo/scripts/install-deps.sh" || exit 1
@@ -82,6 +85,17 @@ want regress && server_suite "pg_regress: the SQL API" regresscheck
 want isolation && server_suite "isolation specs: concurrency" isolationcheck
 want tap && server_suite "TAP: crashes, restarts, recovery" tapcheck
 
+# Counts the last line "N passed, M failed" of a runner's output (none: one
+# failure).
+count_last_line() {
+    local line p f
+    line=$(echo "$1" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed$/\1/p')
+    if [ -z "$line" ]; then p=0; f=1; fi
+    count "${p:-0}" "${f:-0}"
+}
+
 # The client suites share one throwaway cluster with pg_wf preloaded; each
 # suite's runner ends with "N passed, M failed".
 client_suite() {
@@ -94,12 +108,7 @@ client_suite() {
     out=$(cd "$work" && as_user env PG_WF_TEST_DSN="$client_dsn" HOME="$work/.home" \
               timeout 1800 bash "$runner" 2>&1)
     echo "$out" | tail -n 60
-    local line p f
-    line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
-    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed$/\1/p')
-    if [ -z "$line" ]; then p=0; f=1; fi
-    count "${p:-0}" "${f:-0}"
+    count_last_line "$out"
 }
 if want clients; then
     cluster="$work/clients-cluster"
@@ -128,6 +137,18 @@ CONF
     else
         tail -n 20 "$work/clients-cluster.log"; count 0 1
     fi
+fi
+
+# Citus: run.sh finds (or builds) a PostgreSQL tree with Citus, installs
+# pg_wf there from a copy of its own (so it runs as root, not as_user) and
+# runs its TAP tests as postgres; with no Citus it prints "citus: skipped
+# (why)" and "0 passed, 0 failed". From the repo, not the work copy: it
+# looks for the shared folder beside the repo.
+if want citus; then
+    echo "== Citus: a coordinator and two workers"
+    out=$(cd "$repo" && timeout 3600 bash "$repo/test/citus/run.sh" 2>&1)
+    echo "$out" | tail -n 200
+    count_last_line "$out"
 fi
 
 echo "$passed passed, $failed failed"
