@@ -61,10 +61,13 @@ PreparedStatement replicate("SELECT pg_catalog.create_reference_table($1::regcla
 PreparedStatement delegate_by_queue(
     "SELECT pg_catalog.create_distributed_function($1::regprocedure, 'queue',"
     "       colocate_with => 'wf.queue_config', force_delegation => true)", {TEXTOID});
-// Each node hands out job ids from a range of its own (id_range.cpp).
-PreparedStatement take_id_ranges(
+// Each node hands out job ids from a range of its own (take_id_range),
+// and its launcher is woken: Citus created pg_wf on the workers in a
+// prepared transaction, whose COMMIT PREPARED wakes no launcher.
+PreparedStatement on_every_node(
     "SELECT n.nodename || ':' || n.nodeport AS node, r.success, r.result"
-    "  FROM pg_catalog.run_command_on_all_nodes('SELECT wf._take_id_range()') r"
+    "  FROM pg_catalog.run_command_on_all_nodes("
+    "         'SELECT wf._take_id_range(); SELECT wf._after_create()') r"
     "  JOIN pg_catalog.pg_dist_node n ON n.nodeid = r.nodeid", {});
 
 void distribute_all() {
@@ -94,7 +97,7 @@ void distribute_all() {
         p.set(0, text_datum(schema + "." + function));
         delegate_by_queue.execute(p.values, p.nulls);
     }
-    Rows ranges = take_id_ranges.execute();
+    Rows ranges = on_every_node.execute();
     for (uint64 r = 0; r < ranges.size(); r++)
         if (!ranges.bool_at(r, "success"))
             throw core::Error("55000",
