@@ -237,6 +237,12 @@ SELECT * FROM bad_calls(ARRAY[
   $$wf_enqueue('bad_q', '{"n": "keyed"}', idempotency_key => 'k1')$$
 ]);
 
+-- pg_wf on Citus, on a server without Citus (test/citus/ runs it on one).
+SELECT * FROM bad_calls(ARRAY[
+  $$wf_distribute()$$,
+  $$wf._take_id_range()$$
+]);
+
 -- After all of that: nothing changed, and the jobs still work.
 SELECT bad_state() = :'before' AS unchanged;
 SELECT payload->>'n' AS job, status, attempt FROM wf.jobs WHERE queue = 'bad_q' ORDER BY id;

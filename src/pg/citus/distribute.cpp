@@ -136,13 +136,19 @@ void take_id_range() {
 
 using namespace wf::pg;
 
-// wf_distribute() -> void
-WF_SQL_FUNCTION(wf_distribute) {
-    if (!call([] { return OidIsValid(get_extension_oid("citus", true)); }))
+namespace {
+void require_citus() {
+    if (!wf::pg::call([] { return OidIsValid(get_extension_oid("citus", true)); }))
         throw wf::core::Error("0A000", "Citus is not installed in this database",
                               "wf_distribute() hands pg_wf's tables to Citus.",
                               "CREATE EXTENSION citus (with citus in shared_preload_libraries), "
                               "add the worker nodes, then call wf_distribute() again.");
+}
+}  // namespace
+
+// wf_distribute() -> void
+WF_SQL_FUNCTION(wf_distribute) {
+    require_citus();
     if (!call([] { return superuser(); }))
         throw wf::core::Error(wf::core::sqlstate::insufficient_privilege,
                               "only a superuser may distribute pg_wf");
@@ -152,6 +158,7 @@ WF_SQL_FUNCTION(wf_distribute) {
 
 // wf._take_id_range() -> void: run on every node by wf_distribute().
 WF_SQL_FUNCTION(wf_take_id_range) {
+    require_citus();
     if (!call([] { return superuser(); }))
         throw wf::core::Error(wf::core::sqlstate::insufficient_privilege,
                               "only a superuser may set pg_wf's job id range");
