@@ -221,6 +221,47 @@ for my $cause (sort keys %how)
 		  . (defined $secs ? sprintf('%.2f s', $secs) : 'more than 10 s'));
 }
 
+# ---- a claim loop on both workers: every job done once ----
+{
+	my %sessions;
+	my $per_queue = 200;
+	for my $queue ($qa, $qb)
+	{
+		my $payloads = join(',', map { "{\"n\":$_}" } 1 .. $per_queue);
+		$q->("SELECT count(*) FROM wf_enqueue_batch('$queue-loop', '[$payloads]')");
+		$sessions{$queue} = [ map { $coord->background_psql('postgres') } 1 .. 2 ];
+	}
+	my %done;
+	my $idle = 0;
+	while ($idle < 2)
+	{
+		$idle++;
+		for my $queue ($qa, $qb)
+		{
+			for my $s (@{ $sessions{$queue} })
+			{
+				my $row = $s->query_safe("SELECT id || '|' || attempt FROM wf_claim('$queue-loop')");
+				next if $row eq '';
+				$idle = 0;
+				my ($id, $attempt) = split /\|/, $row;
+				$done{$id}++;
+				$s->query_safe("SELECT wf_complete('$queue-loop', $id, $attempt)");
+			}
+		}
+	}
+	$_->quit for map { @$_ } values %sessions;
+	is(scalar(keys %done), 2 * $per_queue, 'every job of the loop claimed');
+	is(scalar(grep { $_ != 1 } values %done), 0, 'none claimed twice');
+	is($q->("SELECT string_agg(DISTINCT status || ' ' || attempt, ',') FROM wf.jobs WHERE queue IN ('$qa-loop', '$qb-loop')"),
+		'done 1', 'all done at their first attempt');
+}
+
+# ---- the coordinator restarts: the jobs are on the workers ----
+my $before = $q->("SELECT count(*) FROM wf.jobs");
+$coord->restart;
+is($q->("SELECT count(*) FROM wf.jobs"), $before, 'every job still there after a coordinator restart');
+like($q->("SELECT wf_enqueue('$qa', '{\"after\":\"restart\"}')"), qr/^\d+$/, 'and calls go on');
+
 # ---- a worker node's crash restart loses nothing ----
 {
 	my $client = $coord->background_psql('postgres');
