@@ -45,7 +45,7 @@ for my $n (1 .. 40)
 	$node_of{$queue} = $port;
 	push @queues, $queue;
 }
-my ($qa) = grep { $node_of{$_} == $workers[0]->port } @queues;
+my ($qa, $qidle) = grep { $node_of{$_} == $workers[0]->port } @queues;
 my ($qb, $qdead) = grep { $node_of{$_} == $workers[1]->port } @queues;
 ok($qa && $qb && $qdead, "queue $qa on one worker, $qb and $qdead on the other");
 
@@ -170,11 +170,12 @@ sub worker_backend
 		  . " AND query LIKE '%wf_%' ORDER BY backend_start DESC LIMIT 1");
 }
 
+my ($wa) = grep { $_->port == $node_of{$qa} } @workers;
 my %how = (
 	'an error raised on the worker' =>
 	  sub { $_[0]->query("SELECT wf_heartbeat('$qa', $_[1], 1, '-1 s')") },
 	'a statement_timeout' =>
-	  sub { $_[0]->query("SET statement_timeout = '50ms'; SELECT * FROM wf_claim('$qa-idle', wait => '1 s'); RESET statement_timeout") },
+	  sub { $_[0]->query("SET statement_timeout = '50ms'; SELECT * FROM wf_claim('$qidle', wait => '1 s'); RESET statement_timeout") },
 	'the connection lifetime' =>
 	  sub { $_[0]->query_safe("SET citus.max_cached_connection_lifetime = '10ms'"); Time::HiRes::usleep(300_000); $_[0]->query_safe("SELECT wf_enqueue('$qa', '{}')") },
 );
@@ -192,8 +193,16 @@ for my $cause (sort keys %how)
 		$client->query_safe("SELECT wf_complete('$qa', $id, $attempt)");
 	}
 	is($got, $job, "claimed the job of '$cause'");
+	# The backend on the worker that served the claim (Citus names the
+	# client's global pid in its application_name).
+	my $gpid = $client->query_safe('SELECT citus_backend_gpid()');
+	my $served_by = $c->sql_on($wa,
+		"SELECT pid FROM pg_stat_activity WHERE application_name = 'citus_internal gpid=$gpid'");
+	like($served_by, qr/^\d+$/, "one backend on the worker serves the client");
 	$how{$cause}->($client, $job);
 	sleep 2;    # ten sweeps
+	is($c->sql_on($wa, "SELECT count(*) FROM pg_stat_activity WHERE pid = $served_by"), '0',
+		"$cause closed Citus's connection: that backend is gone");
 	is($q->("SELECT status FROM wf.jobs WHERE id = $job"), 'running',
 		"after $cause the live client's job is still running");
 	# (query, not query_safe: the error the cause raised may still sit in
