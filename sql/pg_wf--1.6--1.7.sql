@@ -5,6 +5,14 @@
 -- deleted ready row by its claim order.
 ALTER TABLE wf.ready REPLICA IDENTITY USING INDEX ready_claim_order;
 
+-- The grantee's name: Citus copies a reference table's OIDs as they are,
+-- and a role's OID differs from node to node; its name does not. A
+-- distributed pg_wf checks rights by name.
+ALTER TABLE wf.grant ADD COLUMN grantee_name text;
+UPDATE wf.grant g SET grantee_name = r.rolname FROM pg_catalog.pg_roles r WHERE r.oid = g.grantee;
+DELETE FROM wf.grant WHERE grantee_name IS NULL;  -- roles dropped since (none: regrole)
+ALTER TABLE wf.grant ALTER COLUMN grantee_name SET NOT NULL;
+
 -- 1.7: pg_wf on Citus (src/pg/citus/). Run by a superuser on the
 -- coordinator; they run as their caller (Citus's functions need its rights).
 CREATE FUNCTION wf_distribute() RETURNS void

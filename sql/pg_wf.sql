@@ -348,6 +348,10 @@ CREATE TABLE wf.grant (
     queues     text        NOT NULL CHECK (queues <> ''),
     granted_by regrole     NOT NULL,
     granted_at timestamptz NOT NULL DEFAULT now(),
+    -- The grantee's name (1.7): Citus copies a reference table's OIDs as
+    -- they are, and a role's OID differs from node to node; its name does
+    -- not. A distributed pg_wf checks rights by name.
+    grantee_name text      NOT NULL,
     PRIMARY KEY (grantee, capability, queues)
 );
 

@@ -1,6 +1,7 @@
 // Per-queue settings: wf_configure_queue, and the per-backend cache that
 // claims and enqueues read them through.
 #include "pg/api/queue_settings.hpp"
+#include "pg/base/invalidation.hpp"
 
 #include <unordered_map>
 
@@ -91,7 +92,7 @@ Oid lookup_config_relid() {
 
 QueueSettings queue_settings(Datum queue) {
     if (!callback_registered) {
-        call([] { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); });
+        call([] { listen_to_relcache(on_relcache_invalidation); });
         callback_registered = true;
     }
     if (!OidIsValid(config_relid)) {

@@ -1,4 +1,6 @@
 #include "pg/api/rights.hpp"
+#include "pg/base/invalidation.hpp"
+#include "pg/citus/shard_route.hpp"
 
 #include <unordered_map>
 
@@ -47,10 +49,21 @@ PreparedStatement lookup_right(
     "    AND pg_has_role($1, g.grantee, 'USAGE')) AS held",
     {OIDOID, TEXTOID, TEXTOID});
 
+// On a distributed pg_wf: by the grantee's name (its OID in this node's
+// copy of wf.grant may be another node's).
+PreparedStatement lookup_right_by_name(
+    "SELECT EXISTS (SELECT 1 FROM wf.grant g"
+    "  WHERE ($2::text IS NULL OR g.capability IN ($2, 'administer'))"
+    "    AND (g.queues = $3 OR (right(g.queues, 1) = '*'"
+    "                           AND starts_with($3, left(g.queues, -1))))"
+    "    AND EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = g.grantee_name"
+    "                   AND pg_has_role($1, r.oid, 'USAGE'))) AS held",
+    {OIDOID, TEXTOID, TEXTOID});
+
 PreparedStatement insert_grant(
-    "INSERT INTO wf.grant (grantee, capability, queues, granted_by) VALUES ($1, $2, $3, $4)"
-    " ON CONFLICT DO NOTHING",
-    {OIDOID, TEXTOID, TEXTOID, OIDOID});
+    "INSERT INTO wf.grant (grantee, capability, queues, granted_by, grantee_name)"
+    " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+    {OIDOID, TEXTOID, TEXTOID, OIDOID, TEXTOID});
 
 // Grants and revokes take turns: two GRANT EXECUTE on the same function at
 // once fail ("tuple concurrently updated"), and the EXECUTE a revoke takes
@@ -60,6 +73,11 @@ PreparedStatement serialize_grants("LOCK TABLE wf.grant IN SHARE ROW EXCLUSIVE M
 PreparedStatement delete_grant(
     "DELETE FROM wf.grant WHERE grantee = $1 AND capability = $2 AND queues = $3",
     {OIDOID, TEXTOID, TEXTOID});
+// On a distributed pg_wf, every node's copy, by name.
+PreparedStatement delete_grant_by_name(
+    "DELETE FROM wf.grant WHERE grantee_name = $4 AND capability = $2 AND queues = $3"
+    "   AND $1 IS NOT NULL",
+    {OIDOID, TEXTOID, TEXTOID, TEXTOID});
 
 // pg_wf's functions named in $1 (its members, whatever schema they are in),
 // and whether role $2 still holds a grant that opens each ($3: the
@@ -132,7 +150,7 @@ std::optional<bool> known_right(Oid role, std::optional<Capability> capability,
     if (!callbacks_registered) {
         call([] {
             // GRANT/REVOKE of role membership and ALTER ROLE change rights too.
-            CacheRegisterRelcacheCallback(forget_rights, 0);
+            listen_to_relcache(forget_rights);
             CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, forget_rights_on_syscache, 0);
             CacheRegisterSyscacheCallback(AUTHOID, forget_rights_on_syscache, 0);
         });
@@ -213,9 +231,12 @@ bool has_right(Oid role, std::optional<Capability> capability, std::string_view 
     p.set(0, ObjectIdGetDatum(role));
     p.set_or_null(1, !capability, capability ? text_datum(capability_name(*capability)) : 0);
     p.set(2, text_datum(queue));
-    Rows rows = lookup_right.execute(p.values, p.nulls);
+    Rows rows = (distributed() ? lookup_right_by_name : lookup_right).execute(p.values, p.nulls);
     bool held = rows.bool_at(0, "held");
     rows.free();
+    // On a distributed pg_wf a grant changes the copies of wf.grant on
+    // every node, and no invalidation reaches this node's cache: no cache.
+    if (distributed()) return held;
     constexpr size_t kMaxCached = 4096;
     if (cache.size() >= kMaxCached) cache.clear();
     cache.emplace(cache_key(role, capability, queue), held);
@@ -264,14 +285,31 @@ WF_SQL_FUNCTION(wf_visible) { PG_RETURN_BOOL(reader_holds(fcinfo, std::nullopt))
 // wf._administers(queues) -> boolean: whether the reader administers them.
 WF_SQL_FUNCTION(wf_administers) { PG_RETURN_BOOL(reader_holds(fcinfo, Capability::administer)); }
 
+// with_job_tables for wf_grant and wf_revoke. On a distributed pg_wf they
+// write wf.grant's copies on every node and GRANT EXECUTE there, through
+// Citus, which connects to the other nodes as the current role: so only a
+// superuser may, and the statements run as that superuser (pg_wf's owner
+// cannot log in).
+template <typename Body>
+decltype(auto) with_grant_tables(Body&& body) {
+    bool as_caller = with_spi([] { return distributed(); });
+    if (!as_caller) return with_job_tables(std::forward<Body>(body));
+    if (!call([] { return superuser(); }))
+        throw core::Error(core::sqlstate::insufficient_privilege,
+                          "on a distributed pg_wf, rights are granted and revoked by a superuser",
+                          "Citus writes the grant on every node as the role that makes it.");
+    return with_spi(std::forward<Body>(body));
+}
+
 // wf_grant(role, capability, queues) -> boolean: true if the grant is new.
 WF_SQL_FUNCTION(wf_grant) {
     GrantArgs args = grant_args(fcinfo);
-    bool added = with_job_tables([&] {
+    bool added = with_grant_tables([&] {
         require_right(Capability::administer, args.queues);
         serialize_grants.execute();
-        Params<4> p = grant_key<4>(args);
+        Params<5> p = grant_key<5>(args);
         p.set(3, ObjectIdGetDatum(RunAsOwner::caller()));
+        p.set(4, text_datum(args.role_name));
         bool is_new = insert_grant.execute(p.values, p.nulls).size() == 1;
         Params<3> f;
         f.set(0, text_datum(kFunctions[static_cast<int>(args.capability)]));
@@ -294,11 +332,12 @@ WF_SQL_FUNCTION(wf_grant) {
 // grant. EXECUTE on a function goes when no grant of the role opens it.
 WF_SQL_FUNCTION(wf_revoke) {
     GrantArgs args = grant_args(fcinfo);
-    bool removed = with_job_tables([&] {
+    bool removed = with_grant_tables([&] {
         require_right(Capability::administer, args.queues);
         serialize_grants.execute();
-        Params<3> p = grant_key<3>(args);
-        bool was = delete_grant.execute(p.values, p.nulls).size() == 1;
+        Params<4> p = grant_key<4>(args);
+        p.set(3, text_datum(args.role_name));
+        bool was = (distributed() ? delete_grant_by_name : delete_grant).execute(p.values, p.nulls).size() >= 1;
         // Each function the revoked capability opened goes, unless another
         // grant of the role opens it too (its own capability, or administer).
         std::string role = call([&] { return quote_identifier(args.role_name.c_str()); });

@@ -50,6 +50,18 @@ const char* const kByQueueFunctions[] = {
 PreparedStatement extension_schema(
     "SELECT pg_catalog.quote_ident(n.nspname) AS schema FROM pg_catalog.pg_extension e"
     "  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_wf'", {});
+// The EXECUTE rights wf_grant gave before pg_wf was distributed, given
+// again: on a distributed function Citus gives them on every node too.
+PreparedStatement execute_grants(
+    "SELECT pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', p.oid::regprocedure, r.rolname)"
+    "       AS ddl"
+    "  FROM pg_catalog.pg_proc p"
+    "  JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid"
+    "   AND d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'"
+    "  JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_wf',"
+    "       LATERAL pg_catalog.aclexplode(p.proacl) a"
+    "  JOIN pg_catalog.pg_roles r ON r.oid = a.grantee"
+    " WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner", {});
 PreparedStatement local_group("SELECT groupid FROM pg_catalog.pg_dist_local_group", {});
 PreparedStatement is_distributed(
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1::regclass)"
@@ -96,6 +108,13 @@ void distribute_all() {
         Params<1> p;
         p.set(0, text_datum(schema + "." + function));
         delegate_by_queue.execute(p.values, p.nulls);
+    }
+    std::vector<std::string> grants;
+    Rows granted = execute_grants.execute();
+    for (uint64 r = 0; r < granted.size(); r++) grants.push_back(granted.text_at(r, "ddl"));
+    for (const std::string& grant : grants) {
+        int rc = call([&] { return SPI_execute(grant.c_str(), false, 0); });
+        if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
     }
     Rows ranges = on_every_node.execute();
     for (uint64 r = 0; r < ranges.size(); r++)

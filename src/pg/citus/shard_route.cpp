@@ -1,5 +1,7 @@
 #include "pg/citus/shard_route.hpp"
+#include "pg/base/invalidation.hpp"
 
+#include <functional>
 #include <memory>
 
 #include "core/error.hpp"
@@ -37,7 +39,7 @@ void on_relcache_invalidation(Datum, Oid relid) {
 
 void register_callback() {
     if (callback_registered) return;
-    call([] { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); });
+    call([] { listen_to_relcache(on_relcache_invalidation); });
     callback_registered = true;
 }
 
@@ -73,9 +75,17 @@ PreparedStatement group_names(
     "        OR (p.colocationid = jp.colocationid AND s.shardminvalue = j.shardminvalue))",
     {INT8OID});
 
-PreparedStatement placed_here(
+// Whether the group is placed on this node, and the key of the lock Citus
+// takes on the metadata of a colocated shard group (the shard's index in
+// its table's hash order, and the colocation group).
+PreparedStatement placement_of(
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p, pg_catalog.pg_dist_local_group g"
-    "                WHERE p.shardid = $1 AND p.groupid = g.groupid) AS here",
+    "                WHERE p.shardid = j.shardid AND p.groupid = g.groupid) AS here,"
+    "       (SELECT count(*) FROM pg_catalog.pg_dist_shard x WHERE x.logicalrelid = j.logicalrelid"
+    "           AND x.shardminvalue::bigint < j.shardminvalue::bigint) AS shard_index,"
+    "       jp.colocationid::bigint AS colocation"
+    "  FROM pg_catalog.pg_dist_shard j JOIN pg_catalog.pg_dist_partition jp USING (logicalrelid)"
+    " WHERE j.shardid = $1",
     {INT8OID});
 
 PreparedStatement local_job_shard_ids(
@@ -85,49 +95,81 @@ PreparedStatement local_job_shard_ids(
     " WHERE s.logicalrelid = 'wf.job'::regclass ORDER BY 1", {});
 
 void drop_caches_if_stale() {
-    if (cached_generation == generation) return;
+    // Never under a route that is in use (none nests today).
+    if (cached_generation == generation || current != nullptr) return;
+    std::vector<SPIPlanPtr> plans;
     for (auto& [shard, group] : groups)
-        for (auto& entry : group->plans) {
-            SPIPlanPtr plan = entry.second;
-            call([&] { SPI_freeplan(plan); });
-        }
+        for (auto& entry : group->plans) plans.push_back(entry.second);
     groups.clear();
     shard_of_queue.clear();
     cached_generation = generation;
+    for (SPIPlanPtr plan : plans) call([&] { SPI_freeplan(plan); });
 }
 
+// The group of wf.job's shard `job_shard` as Citus's metadata says now
+// (cached until it changes); its names only if it is placed here.
 ShardGroup* group_of(int64 job_shard) {
     auto found = groups.find(job_shard);
     if (found != groups.end()) return found->second.get();
     Params<1> params;
     params.set(0, Int64GetDatum(job_shard));
-    if (!placed_here.execute(params.values, params.nulls).bool_at(0, "here")) return nullptr;
-    Rows rows = group_names.execute(params.values, params.nulls);
+    Rows placement = placement_of.execute(params.values, params.nulls);
+    if (placement.empty())
+        throw core::Error("40001", "shard " + std::to_string(job_shard) + " of wf.job is gone",
+                          "It was split or dropped meanwhile.", "Try the call again.");
     auto group = std::make_unique<ShardGroup>();
     group->job_shard = job_shard;
-    for (uint64 r = 0; r < rows.size(); r++) {
-        group->names.push_back({rows.text_at(r, "table_name"), rows.text_at(r, "shard_name"),
-                                rows.bool_at(r, "replicated")});
-        if (rows.text_at(r, "relname") == "ready")
-            group->ready_suffix = "_" + std::to_string(rows.int64_at(r, "shard"));
+    group->local = placement.bool_at(0, "here");
+    group->shard_index = placement.int64_at(0, "shard_index");
+    group->colocation = placement.int64_at(0, "colocation");
+    if (group->local) {
+        Rows rows = group_names.execute(params.values, params.nulls);
+        for (uint64 r = 0; r < rows.size(); r++) {
+            group->names.push_back({rows.text_at(r, "table_name"), rows.text_at(r, "shard_name"),
+                                    rows.bool_at(r, "replicated")});
+            if (rows.text_at(r, "relname") == "ready")
+                group->ready_suffix = "_" + std::to_string(rows.int64_at(r, "shard"));
+        }
+        if (group->ready_suffix.empty())
+            throw core::Error("55000", "the shard group of wf.job's shard " + std::to_string(job_shard) +
+                                           " has no shard of wf.ready",
+                              "pg_wf's tables are not all distributed.", "Run SELECT wf_distribute().");
     }
     ShardGroup* g = group.get();
     groups.emplace(job_shard, std::move(group));
     return g;
 }
 
-// Citus's lock on a shard's metadata (its ADV_LOCKTAG_CLASS_CITUS_SHARD_METADATA
-// advisory lock), in share mode, as its own writers take it: a shard move
-// holds it exclusively while it ends, so a call either finishes before the
-// move blocks writes or starts after the metadata says where the shard is.
-void lock_shard_metadata(int64 shard) {
+// Citus's lock on the metadata of a colocated shard group (its
+// ADV_LOCKTAG_CLASS_CITUS_COLOCATED_SHARDS_METADATA advisory lock, class 8),
+// in share mode, as its own writers take it: a shard move or split holds
+// it exclusively while it ends, so a call either finishes before the move
+// blocks writes or starts after the metadata says where the group is.
+// Taking a lock processes the invalidations that came meanwhile.
+void lock_group_metadata(const ShardGroup* group) {
+    int64 index = group->shard_index, colocation = group->colocation;
     call([&] {
         LOCKTAG tag;
-        SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(shard >> 32),
-                             static_cast<uint32>(shard), 4);
-        (void) LockAcquire(&tag, ShareLock, false, false);
+        SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(index),
+                             static_cast<uint32>(colocation), 8);
+        (void)LockAcquire(&tag, ShareLock, false, false);
         AcceptInvalidationMessages();
     });
+}
+
+// The group to route to, locked and current: resolves, locks, and looks
+// again when Citus's metadata changed meanwhile.
+ShardGroup* locked_group(const std::function<int64()>& job_shard) {
+    for (int tries = 0; tries < 4; tries++) {
+        drop_caches_if_stale();
+        uint64 seen = generation;
+        ShardGroup* group = group_of(job_shard());
+        if (seen != generation) continue;  // changed while it was read
+        lock_group_metadata(group);
+        if (seen == generation) return group;
+    }
+    throw core::Error("40001", "Citus's metadata of pg_wf's tables kept changing",
+                      "Shards were moved or split during the call.", "Try the call again.");
 }
 
 }  // namespace
@@ -135,6 +177,7 @@ void lock_shard_metadata(int64 shard) {
 bool distributed() {
     if (detected != Detected::unknown) return detected == Detected::distributed;
     register_callback();
+    uint64 seen = generation;
     bool citus = call([] { return OidIsValid(get_extension_oid("citus", true)); });
     watched.clear();
     if (citus) {
@@ -146,7 +189,10 @@ bool distributed() {
     // Creating the distributed tables invalidates wf.job's entry too.
     if (OidIsValid(job) && std::find(watched.begin(), watched.end(), job) == watched.end())
         watched.push_back(job);
-    detected = is_distributed ? Detected::distributed : Detected::single_server;
+    // An invalidation read meanwhile may be of a change this read missed.
+    detected = seen != generation ? Detected::unknown
+               : is_distributed   ? Detected::distributed
+                                  : Detected::single_server;
     return is_distributed;
 }
 
@@ -167,48 +213,36 @@ ShardRoute::ShardRoute(Datum queue) : saved_(current) {
     char* cstring = call([&] { return TextDatumGetCString(queue); });
     std::string name(cstring);
     call([&] { pfree(cstring); });
-    for (int tries = 0;; tries++) {
-        drop_caches_if_stale();
+    ShardGroup* group = locked_group([&] {
         auto found = shard_of_queue.find(name);
-        int64 shard;
-        if (found != shard_of_queue.end()) {
-            shard = found->second;
-        } else {
-            Params<1> params;
-            params.set(0, queue);
-            shard = shard_for_queue.execute(params.values, params.nulls).int64_at(0, "shard");
-            shard_of_queue.emplace(name, shard);
-        }
-        uint64 seen = generation;
-        lock_shard_metadata(shard);
-        if (seen != generation && tries < 3) continue;  // moved or split meanwhile: look again
-        enter(shard, name.c_str());
-        return;
-    }
+        if (found != shard_of_queue.end()) return found->second;
+        Params<1> params;
+        params.set(0, queue);
+        int64 shard = shard_for_queue.execute(params.values, params.nulls).int64_at(0, "shard");
+        shard_of_queue.emplace(name, shard);
+        return shard;
+    });
+    if (!group->local)
+        throw core::Error(
+            "0A000", "queue \"" + name + "\" is served by another node",
+            "On a distributed pg_wf a call runs on the node that holds its queue's shard: "
+            "Citus sends it there when it is a statement of its own with the queue as a "
+            "constant or parameter, not when it is called from another function or inside "
+            "a larger query.",
+            "Call it as SELECT ... FROM wf_claim('queue', ...) on its own.");
+    enter(group);
 }
 
 ShardRoute::ShardRoute(int64 job_shard) : saved_(current) {
     if (!distributed()) return;
-    drop_caches_if_stale();
-    lock_shard_metadata(job_shard);
-    drop_caches_if_stale();
-    enter(job_shard, nullptr);
-}
-
-void ShardRoute::enter(int64 job_shard, const char* queue) {
-    ShardGroup* group = group_of(job_shard);
-    if (group == nullptr) {
-        if (queue != nullptr)
-            throw core::Error(
-                "0A000", "queue \"" + std::string(queue) + "\" is served by another node",
-                "On a distributed pg_wf a call runs on the node that holds its queue's shard: "
-                "Citus sends it there when it is a statement of its own with the queue as a "
-                "constant or parameter, not when it is called from another function or inside "
-                "a larger query.",
-                "Call it as SELECT ... FROM wf_claim('queue', ...) on its own.");
+    ShardGroup* group = locked_group([&] { return job_shard; });
+    if (!group->local)
         throw core::Error("40001", "the shard group of wf.job's shard " + std::to_string(job_shard) +
                                        " moved to another node");
-    }
+    enter(group);
+}
+
+void ShardRoute::enter(ShardGroup* group) {
     current = group;
     current_sql_route = group;
 }

@@ -26,6 +26,9 @@ bool distributed();
 // plans (one per PreparedStatement, kept for the backend's life).
 struct ShardGroup : SqlRoute {
     int64 job_shard = 0;
+    bool local = false;        // placed on this node (only then are names filled)
+    int64 shard_index = 0;     // Citus's lock on the group's metadata: its index
+    int64 colocation = 0;      // and colocation group
     std::string ready_suffix;  // "_102040": wf.ready's shard and its indexes' names end so
 };
 
@@ -43,7 +46,7 @@ public:
     ShardRoute& operator=(const ShardRoute&) = delete;
 
 private:
-    void enter(int64 job_shard, const char* queue);
+    void enter(ShardGroup* group);
     ShardGroup* saved_;
 };
 

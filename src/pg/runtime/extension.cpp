@@ -1,4 +1,5 @@
 #include "pg/runtime/extension.hpp"
+#include "pg/base/invalidation.hpp"
 
 #include "core/error.hpp"
 #include "pg/base/guard.hpp"
@@ -88,7 +89,7 @@ Oid schema_owner() {
 SchemaState read_schema_state() {
     if (!callbacks_registered) {
         call([] {
-            CacheRegisterRelcacheCallback(forget_version, 0);
+            listen_to_relcache(forget_version);
             CacheRegisterSyscacheCallback(PROCOID, forget_version_on_syscache, 0);
             // ALTER SCHEMA wf OWNER TO: who pg_wf runs as.
             CacheRegisterSyscacheCallback(NAMESPACEOID, forget_version_on_syscache, 0);

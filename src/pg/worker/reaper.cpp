@@ -38,8 +38,9 @@ int64 sweep_database() {
     fail_unstarted_jobs(&unstarted);
     if (!unstarted.empty()) cancel_dependents(unstarted, "failed: not started by its deadline");
 
-    // Outcomes of child workflows whose parent another transaction held.
-    settle_undelivered_children();
+    // Outcomes of child workflows whose parent another transaction held
+    // (workflows are not served on a distributed pg_wf).
+    if (current_shard_group() == nullptr) settle_undelivered_children();
     return recovered;
 }
 

@@ -72,20 +72,24 @@ PreparedStatement expire_leftovers(
 
 
 // On a distributed pg_wf, for one local shard group: what is not one
-// queue's (dependencies, workflows, events, children) is not there.
+// queue's (workflows, events, children) is not there.
 PreparedStatement expire_group_jobs(
     "WITH batch AS MATERIALIZED ("
     "  SELECT ctid AS tid, id, created_at,"
     "         status IN ('done', 'failed', 'cancelled') AND finished_at < $2 AS expired"
     "    FROM wf.job WHERE id > $1 ORDER BY id LIMIT $3),"
     " gone AS (DELETE FROM wf.job j WHERE j.ctid = ANY (ARRAY(SELECT tid FROM batch WHERE expired))"
-    "          RETURNING j.id)"
+    "          RETURNING j.id),"
+    " edges AS (DELETE FROM wf.dependency d WHERE d.parent_id = ANY (ARRAY(SELECT id FROM gone)))"
     " SELECT (SELECT max(id) FROM batch) AS last_id, (SELECT count(*) FROM gone) AS deleted,"
     "        coalesce((SELECT bool_or(created_at >= $2) FROM batch), true) AS walked_all",
     {INT8OID, TIMESTAMPTZOID, INT4OID});
 
 PreparedStatement expire_group_leftovers(
-    "WITH checkpoints AS ("
+    "WITH debts AS ("
+    "  DELETE FROM wf.release_debt r WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.queue = r.child_queue AND j.id = r.child_id)),"
+    " checkpoints AS ("
     "  DELETE FROM wf.checkpoint k WHERE k.recorded_at < $1"
     "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = k.queue AND j.id = k.job_id)),"
     " dedups AS ("

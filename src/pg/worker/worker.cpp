@@ -313,13 +313,13 @@ constexpr int64 kReadyVacuumMinDead = 1000;
 int64 ready_dead_left = 0;  // what the last vacuum could not remove (an old snapshot)
 
 // The body of a PassKind::vacuum pass: wf.ready, or on a distributed
-// pg_wf its shard `ready_name` (one of this node's).
-void vacuum_ready_set(const char* ready_name = "ready") {
+// pg_wf its shard `ready_name` (one of this node's, with its own count).
+void vacuum_ready_set(const char* ready_name = "ready", int64* dead_left = &ready_dead_left) {
     Oid schema = get_namespace_oid("wf", true);
     Oid ready = OidIsValid(schema) ? get_relname_relid(ready_name, schema) : InvalidOid;
     PgStat_StatTabEntry* stats = OidIsValid(ready) ? pgstat_fetch_stat_tabentry(ready) : nullptr;
     if (stats == nullptr) return;
-    int64 died = stats->n_dead_tuples - ready_dead_left;
+    int64 died = stats->n_dead_tuples - *dead_left;
     double live = static_cast<double>(std::max<int64>(stats->n_live_tuples, 0));
     if (died < kReadyVacuumMinDead || static_cast<double>(died) < std::sqrt(live)) return;
     VacuumStmt* stmt = makeNode(VacuumStmt);
@@ -336,7 +336,7 @@ void vacuum_ready_set(const char* ready_name = "ready") {
     ExecVacuum(make_parsestate(nullptr), stmt, true);
     pgstat_clear_snapshot();
     stats = pgstat_fetch_stat_tabentry(ready);
-    ready_dead_left = stats ? stats->n_dead_tuples : 0;
+    *dead_left = stats ? stats->n_dead_tuples : 0;
 }
 
 // Small batches, one per sweep and short transactions: retention never
@@ -350,6 +350,7 @@ int64 retention_cursor = 0;
 struct LocalGroup {
     int64 retention_cursor = 0;
     std::string ready_name;  // its shard of wf.ready
+    int64 ready_dead_left = 0;
 };
 std::map<int64, LocalGroup> local_groups;
 bool served_distributed = false;  // what the last full pass found
@@ -372,9 +373,9 @@ void retention_pass(int64* cursor) {
                                 static_cast<long long>(deleted))));
 }
 
-// The passes of run_full_pass for each local shard group. Cron and the
-// release of dependents are not served on a distributed pg_wf (README,
-// "Scaling out"): its schedules and dependencies are refused.
+// The passes of run_full_pass for each local shard group, and the
+// releases completions left. Cron is not served on a distributed pg_wf
+// (README, "Scaling out"): its schedules are refused.
 void run_group_passes(const std::vector<int64>& shards) {
     std::map<int64, LocalGroup> seen;
     int64 recovered = 0;
@@ -398,12 +399,27 @@ void run_group_passes(const std::vector<int64>& shards) {
             expire_finished_jobs(&cursor, retention_seconds, kRetentionBatch);
         });
         group.retention_cursor = cursor;
+        // Releases completions left to the worker (dependencies inside the group).
+        run_pass("pg_wf releases", [&] {
+            ShardRoute route(shard);
+            settle_release_debts();
+        });
         if (!group.ready_name.empty())
-            run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready",
-                                       [&] { vacuum_ready_set(group.ready_name.c_str()); });
+            run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready", [&] {
+                vacuum_ready_set(group.ready_name.c_str(), &group.ready_dead_left);
+            });
     }
     local_groups = std::move(seen);
     log_recovered(recovered);
+}
+
+// Releases completions left, group by group (between full passes).
+void settle_group_releases() {
+    for (auto& [shard, group] : local_groups)
+        run_pass("pg_wf releases", [&, shard = shard] {
+            ShardRoute route(shard);
+            settle_release_debts();
+        });
 }
 
 // Every wf.sweep_interval: recovery, then event timeouts and cron ticks, each
@@ -411,12 +427,17 @@ void run_group_passes(const std::vector<int64>& shards) {
 // back neither the timeouts nor the passes after it), retention and the
 // vacuum of the ready set.
 void run_full_pass() {
-    bool citus = false;
+    bool citus = false, looked = false;
     std::vector<int64> shards;
     run_pass("pg_wf shards", [&] {
         citus = distributed();
         if (citus) shards = local_job_shards();
+        looked = true;
     });
+    // Not knowing whether pg_wf is distributed, nothing is run: on Citus a
+    // pass over the distributed tables would judge other nodes' owners by
+    // this node's locks.
+    if (!looked) return;
     served_distributed = citus;
     if (citus) {
         run_group_passes(shards);
@@ -539,7 +560,10 @@ extern "C" PGDLLEXPORT void wf_database_worker_main(Datum main_arg) {
         if (full_pass || releases_due) {
             if (extension_served()) {
                 if (full_pass) run_full_pass();
-                if (!served_distributed) settle_releases(now);
+                if (!served_distributed)
+                    settle_releases(now);
+                else if (!full_pass)
+                    settle_group_releases();
             } else {
                 release_retry_ms = 0;  // nothing is retried in a database left alone
             }
