@@ -203,7 +203,7 @@ void refuse_if_distributed() {
     throw core::Error("0A000", "this pg_wf function is not supported on a distributed pg_wf yet",
                       "A distributed pg_wf serves the calls addressed to one queue (enqueue, claim, "
                       "heartbeat, complete, fail, checkpoint, snooze, retry, cancel, "
-                      "wf_configure_queue); workflows, events, schedules, grants and wf_sweep "
+                      "wf_configure_queue) and grants; workflows, events, schedules and wf_sweep "
                       "are not distributed yet.",
                       "README, \"Scaling out\".");
 }
