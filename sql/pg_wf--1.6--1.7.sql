@@ -5,6 +5,14 @@
 -- deleted ready row by its claim order.
 ALTER TABLE wf.ready REPLICA IDENTITY USING INDEX ready_claim_order;
 
+-- On a distributed pg_wf (1.7), the sentinel of each shard group placed on
+-- this node: a table of the node's own, never distributed (see
+-- recover_group_orphans in job_state.cpp).
+CREATE UNLOGGED TABLE wf.group_sentinel (
+    job_shard bigint PRIMARY KEY  -- the group's shard of wf.job
+);
+ALTER TABLE wf.group_sentinel OWNER TO wf_owner;
+
 -- The grantee's name: Citus copies a reference table's OIDs as they are,
 -- and a role's OID differs from node to node; its name does not. A
 -- distributed pg_wf checks rights by name.

@@ -198,6 +198,13 @@ CREATE UNLOGGED TABLE wf.claim (
 CREATE INDEX claim_key ON wf.claim (queue, key) WHERE key IS NOT NULL;
 INSERT INTO wf.claim VALUES ('', 0, 0, 0);  -- the sentinel: present until a crash
 
+-- On a distributed pg_wf (1.7), the sentinel of each shard group placed on
+-- this node: a table of the node's own, never distributed (see
+-- recover_group_orphans in job_state.cpp).
+CREATE UNLOGGED TABLE wf.group_sentinel (
+    job_shard bigint PRIMARY KEY  -- the group's shard of wf.job
+);
+
 -- Reverse edges of depends_on: completing a parent touches only its children.
 CREATE TABLE wf.dependency (
     parent_id   bigint NOT NULL,
@@ -896,6 +903,7 @@ ALTER TABLE wf.dedup OWNER TO wf_owner;
 ALTER TABLE wf.ordered_group OWNER TO wf_owner;
 ALTER TABLE wf.workflow_key OWNER TO wf_owner;
 ALTER TABLE wf.child OWNER TO wf_owner;
+ALTER TABLE wf.group_sentinel OWNER TO wf_owner;
 ALTER VIEW wf.jobs OWNER TO wf_owner;
 ALTER VIEW wf.job_states OWNER TO wf_owner;
 ALTER VIEW wf.queue_stats OWNER TO wf_owner;

@@ -74,7 +74,7 @@ my @skip = (
 		'the build and install this test runs on (scripts/test.sh does them first)' ],
 	[ '', 'sql/pg_wf.sql ', 'the Layout: a list of files, not code' ],
 	[ 'psql', '-- On the Citus coordinator', 'needs a Citus cluster: test/citus/ (scripts/test.sh '
-		  . 'citus) runs wf_distribute on a coordinator and two workers' ],
+		  . 'citus) runs wf_distribute, shard moves and tenant isolation on a coordinator and two workers' ],
 	[ 'js', '// worker.mjs', 'the TypeScript worker: clients/typescript/test/readme.test.ts runs it '
 		  . 'as written (scripts/test.sh clients)' ],
 	[ 'yaml', '# queries.yaml of postgres_exporter',

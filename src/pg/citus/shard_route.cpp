@@ -8,6 +8,7 @@
 #include "pg/base/spi.hpp"
 
 extern "C" {
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 }
@@ -157,6 +158,13 @@ void lock_group_metadata(const ShardGroup* group) {
     });
 }
 
+// Whether this backend serves a Citus connection (a call Citus delegated
+// here): Citus names those "citus_internal gpid=...".
+bool delegated_by_citus() {
+    const char* name = call([] { return GetConfigOption("application_name", true, false); });
+    return name != nullptr && strncmp(name, "citus_internal", 14) == 0;
+}
+
 // The group to route to, locked and current: resolves, locks, and looks
 // again when Citus's metadata changed meanwhile.
 ShardGroup* locked_group(const std::function<int64()>& job_shard) {
@@ -222,6 +230,12 @@ ShardRoute::ShardRoute(Datum queue) : saved_(current) {
         shard_of_queue.emplace(name, shard);
         return shard;
     });
+    if (!group->local && delegated_by_citus())
+        throw core::Error("40001", "queue \"" + name + "\" moved to another node",
+                          "Citus sent the call here before the queue's shard moved.",
+                          "Try the call again. A session that prepared the call with the queue "
+                          "written as a literal keeps the old node in its plan: pass the queue as a "
+                          "parameter, or DEALLOCATE the statement.");
     if (!group->local)
         throw core::Error(
             "0A000", "queue \"" + name + "\" is served by another node",
@@ -236,9 +250,11 @@ ShardRoute::ShardRoute(Datum queue) : saved_(current) {
 ShardRoute::ShardRoute(int64 job_shard) : saved_(current) {
     if (!distributed()) return;
     ShardGroup* group = locked_group([&] { return job_shard; });
-    if (!group->local)
-        throw core::Error("40001", "the shard group of wf.job's shard " + std::to_string(job_shard) +
-                                       " moved to another node");
+    // Moved away since the worker listed it: its new node serves it.
+    if (!group->local) {
+        moved_ = true;
+        return;
+    }
     enter(group);
 }
 

@@ -40,7 +40,10 @@ struct ShardGroup : SqlRoute {
 class ShardRoute {
 public:
     explicit ShardRoute(Datum queue);
-    explicit ShardRoute(int64 job_shard);  // the worker: one local group
+    // The worker: one group it found placed here. moved(): it is not any
+    // more (and nothing is routed).
+    explicit ShardRoute(int64 job_shard);
+    bool moved() const { return moved_; }
     ~ShardRoute();
     ShardRoute(const ShardRoute&) = delete;
     ShardRoute& operator=(const ShardRoute&) = delete;
@@ -48,6 +51,7 @@ public:
 private:
     void enter(ShardGroup* group);
     ShardGroup* saved_;
+    bool moved_ = false;
 };
 
 // What is not one queue's (workflows, events, schedules, grants, a sweep by

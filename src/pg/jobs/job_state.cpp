@@ -3,6 +3,7 @@
 // wf.claim and wf.event_wait; the dependency engine (dependencies.cpp)
 // carries their effects to other jobs.
 #include "pg/jobs/job_state.hpp"
+#include "pg/citus/shard_route.hpp"
 
 #include "core/error.hpp"
 #include "core/retry_policy.hpp"
@@ -432,31 +433,44 @@ PreparedStatement recover_statement(
 PreparedStatement find_sentinel("SELECT 1 FROM wf.claim WHERE queue = '' AND id = 0", {});
 
 // $2 says how the claims were lost. A row still marked running (written
-// by a 1.1 library, its attempt already counted) was lost too.
+// by a 1.1 library, its attempt already counted) was lost too. SENTINEL
+// puts the sentinel back.
+#define WF_RECOVER_ORPHANS_SQL(SENTINEL) \
+    "WITH orphan AS (" \
+    "  SELECT j.queue, j.id, j.attempt AS seen, j.status AS seen_status," \
+    "         j.attempt + CASE WHEN j.status = 'running' THEN 0 ELSE 1 END AS attempt" \
+    "    FROM wf.job j" \
+    "   WHERE j.status = 'running'" \
+    "      OR (j.status = 'pending'" \
+    "          AND NOT EXISTS (SELECT 1 FROM wf.ready r WHERE " WF_SQL_READY_ROW_OF("j", "r") ")" \
+    "          AND NOT EXISTS (SELECT 1 FROM wf.claim c" \
+    "               WHERE c.queue = j.queue AND c.id = j.id AND " WF_SQL_ROW_RUNS("j", "c.attempt") ")))," \
+    " recovered AS (" \
+    "  UPDATE wf.job j SET attempt = o.attempt," \
+    "    status = CASE WHEN j.cancel_requested THEN 'cancelled'" \
+    "                  WHEN o.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END," \
+    "    last_error = format('worker lost: %s during attempt %s', $2, o.attempt)," \
+    "    finished_at = CASE WHEN j.cancel_requested OR o.attempt >= j.max_attempts THEN $1 END" \
+    "   FROM orphan o" \
+    "  WHERE j.queue = o.queue AND j.id = o.id AND j.attempt = o.seen AND j.status = o.seen_status" \
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version, j.status," \
+    "            j.workflow_id, j.child_of)," \
+    WF_SQL_ENTER_READY("recovered", WF_SQL_IF_PENDING) "," \
+    SENTINEL \
+    " SELECT queue, id, status, workflow_id, child_of FROM recovered"
+
 PreparedStatement recover_orphans(
-    "WITH orphan AS ("
-    "  SELECT j.queue, j.id, j.attempt AS seen, j.status AS seen_status,"
-    "         j.attempt + CASE WHEN j.status = 'running' THEN 0 ELSE 1 END AS attempt"
-    "    FROM wf.job j"
-    "   WHERE j.status = 'running'"
-    "      OR (j.status = 'pending'"
-    "          AND NOT EXISTS (SELECT 1 FROM wf.ready r WHERE " WF_SQL_READY_ROW_OF("j", "r") ")"
-    "          AND NOT EXISTS (SELECT 1 FROM wf.claim c"
-    "               WHERE c.queue = j.queue AND c.id = j.id AND " WF_SQL_ROW_RUNS("j", "c.attempt") "))),"
-    " recovered AS ("
-    "  UPDATE wf.job j SET attempt = o.attempt,"
-    "    status = CASE WHEN j.cancel_requested THEN 'cancelled'"
-    "                  WHEN o.attempt >= j.max_attempts THEN 'failed' ELSE 'pending' END,"
-    "    last_error = format('worker lost: %s during attempt %s', $2, o.attempt),"
-    "    finished_at = CASE WHEN j.cancel_requested OR o.attempt >= j.max_attempts THEN $1 END"
-    "   FROM orphan o"
-    "  WHERE j.queue = o.queue AND j.id = o.id AND j.attempt = o.seen AND j.status = o.seen_status"
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version, j.status,"
-    "            j.workflow_id, j.child_of),"
-    WF_SQL_ENTER_READY("recovered", WF_SQL_IF_PENDING) ","
-    " sentinel AS (INSERT INTO wf.claim VALUES ('', 0, 0, 0) ON CONFLICT DO NOTHING)"
-    " SELECT queue, id, status, workflow_id, child_of FROM recovered",
+    WF_RECOVER_ORPHANS_SQL(" sentinel AS (INSERT INTO wf.claim VALUES ('', 0, 0, 0) ON CONFLICT DO NOTHING)"),
     {TIMESTAMPTZOID, TEXTOID});
+
+// On a distributed pg_wf the sentinel is one per shard group, in a table of
+// each node's own (wf.group_sentinel, never distributed): a row in a shard
+// of wf.claim must hash into the shard (Citus splits shards by it), and a
+// group moved to a node is recovered there once.
+PreparedStatement recover_group_orphans(
+    WF_RECOVER_ORPHANS_SQL(" sentinel AS (INSERT INTO wf.group_sentinel VALUES ($3) ON CONFLICT DO NOTHING)"),
+    {TIMESTAMPTZOID, TEXTOID, INT8OID});
+PreparedStatement find_group_sentinel("SELECT 1 FROM wf.group_sentinel WHERE job_shard = $1", {INT8OID});
 
 // Wakes claimers of recovered jobs; appends the jobs that ended for good.
 int64 note_recovered(const Rows& rows, std::vector<int64>* finished) {
@@ -1064,13 +1078,22 @@ int64 recover_claims(const std::vector<int64>& dead_owners, std::vector<int64>* 
     return note_recovered(recover_statement.execute(p.values, p.nulls), finished);
 }
 
-bool claims_survived() { return !find_sentinel.execute().empty(); }
+bool claims_survived() {
+    ShardGroup* group = current_shard_group();
+    if (group == nullptr) return !find_sentinel.execute().empty();
+    Params<1> p;
+    p.set(0, Int64GetDatum(group->job_shard));
+    return !find_group_sentinel.execute(p.values, p.nulls).empty();
+}
 
 int64 recover_lost_claims(const char* how, std::vector<int64>* finished) {
-    Params<2> p;
+    Params<3> p;
     p.set(0, clock_now());
     p.set(1, text_datum(how));
-    return note_recovered(recover_orphans.execute(p.values, p.nulls), finished);
+    ShardGroup* group = current_shard_group();
+    if (group == nullptr) return note_recovered(recover_orphans.execute(p.values, p.nulls), finished);
+    p.set(2, Int64GetDatum(group->job_shard));
+    return note_recovered(recover_group_orphans.execute(p.values, p.nulls), finished);
 }
 
 // ------------------------------------------------------- operator actions

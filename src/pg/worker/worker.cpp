@@ -385,23 +385,27 @@ void run_group_passes(const std::vector<int64>& shards) {
         if (known != local_groups.end()) group = known->second;
         run_pass("pg_wf sweep", [&] {
             ShardRoute route(shard);
+            if (route.moved()) return;
             recovered += sweep_database();
             group.ready_name = "ready" + current_shard_group()->ready_suffix;
         });
         run_pass("pg_wf timeouts", [&] {
             ShardRoute route(shard);
+            if (route.moved()) return;
             wake_waiting_jobs(std::nullopt, std::nullopt);
         });
         int64 cursor = group.retention_cursor;
         run_pass("pg_wf retention", [&] {
             if (retention_seconds < 0) return;
             ShardRoute route(shard);
+            if (route.moved()) return;
             expire_finished_jobs(&cursor, retention_seconds, kRetentionBatch);
         });
         group.retention_cursor = cursor;
         // Releases completions left to the worker (dependencies inside the group).
         run_pass("pg_wf releases", [&] {
             ShardRoute route(shard);
+            if (route.moved()) return;
             settle_release_debts();
         });
         if (!group.ready_name.empty())
@@ -418,6 +422,7 @@ void settle_group_releases() {
     for (auto& [shard, group] : local_groups)
         run_pass("pg_wf releases", [&, shard = shard] {
             ShardRoute route(shard);
+            if (route.moved()) return;
             settle_release_debts();
         });
 }
