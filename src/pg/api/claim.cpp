@@ -232,6 +232,7 @@ WF_SQL_FUNCTION(wf_claim) {
             // A rate window refills, or a key another claim held is free.
             if (retry_after_ms >= 0) timeout = std::min(timeout, std::max(retry_after_ms, 1L));
             if (!shared_memory_ready()) timeout = std::min(timeout, kPollWithoutSharedMemoryMs);
+            release_route_lock();
             call([&] {
                 if (statement_reads_nothing_else()) MyProc->xmin = InvalidTransactionId;
                 wait_for_latch_or_lost_client(timeout);
@@ -240,6 +241,7 @@ WF_SQL_FUNCTION(wf_claim) {
                 // A wf_configure_queue that woke us (unpaused) sent an invalidation.
                 AcceptInvalidationMessages();
             });
+            retake_route_lock();
             jobs = attempt();
         }
         if (registration) {

@@ -59,12 +59,15 @@ bool sleep_until_woken(TimestampTz deadline) {
     if (remaining_ms <= 0) return false;
     long timeout = shared_memory_ready() ? remaining_ms
                                          : std::min(remaining_ms, kPollWithoutSharedMemoryMs);
+    release_route_lock();  // on a distributed pg_wf (shard_route.hpp)
     call([&] {
         if (statement_reads_nothing_else()) MyProc->xmin = InvalidTransactionId;
         wait_for_latch_or_lost_client(timeout);
         ResetLatch(MyLatch);
         CHECK_FOR_INTERRUPTS();
+        AcceptInvalidationMessages();
     });
+    retake_route_lock();
     return true;
 }
 

@@ -298,7 +298,13 @@ decltype(auto) with_grant_tables(Body&& body) {
         throw core::Error(core::sqlstate::insufficient_privilege,
                           "on a distributed pg_wf, rights are granted and revoked by a superuser",
                           "Citus writes the grant on every node as the role that makes it.");
-    return with_spi(std::forward<Body>(body));
+    // The checks with_job_tables makes (the schema's version, nothing
+    // attached to pg_wf's tables), then the coordinator's own.
+    (void)pg_wf_owner();
+    return with_spi([&]() -> decltype(auto) {
+        require_coordinator("wf_grant and wf_revoke");
+        return body();
+    });
 }
 
 // wf_grant(role, capability, queues) -> boolean: true if the grant is new.

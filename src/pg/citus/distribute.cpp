@@ -62,6 +62,14 @@ PreparedStatement execute_grants(
     "       LATERAL pg_catalog.aclexplode(p.proacl) a"
     "  JOIN pg_catalog.pg_roles r ON r.oid = a.grantee"
     " WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner", {});
+// Before wf.grant is copied to every node: its names are the roles' names
+// now (a distributed pg_wf checks rights by name), and grants of roles that
+// are gone go (a role created later with the name would get them).
+PreparedStatement refresh_grantee_names(
+    "WITH renamed AS (UPDATE wf.grant g SET grantee_name = r.rolname FROM pg_catalog.pg_roles r"
+    "                  WHERE r.oid = g.grantee AND g.grantee_name <> r.rolname)"
+    " DELETE FROM wf.grant g WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r"
+    "                                           WHERE r.oid = g.grantee)", {});
 PreparedStatement local_group("SELECT groupid FROM pg_catalog.pg_dist_local_group", {});
 PreparedStatement is_distributed(
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1::regclass)"
@@ -82,6 +90,12 @@ PreparedStatement on_every_node(
     "         'SELECT wf._take_id_range(); SELECT wf._after_create()') r"
     "  JOIN pg_catalog.pg_dist_node n ON n.nodeid = r.nodeid", {});
 
+bool is_distributed_text(const char* table) {
+    Params<1> p;
+    p.set(0, text_datum(table));
+    return is_distributed.execute(p.values, p.nulls).bool_at(0, "done");
+}
+
 void distribute_all() {
     if (local_group.execute().int32_at(0, "groupid") != 0)
         throw core::Error("0A000", "wf_distribute() runs on the Citus coordinator", {},
@@ -95,6 +109,7 @@ void distribute_all() {
         p.set(2, text_datum(t.column));
         distribute_by_queue.execute(p.values, p.nulls);
     }
+    if (!is_distributed_text("wf.grant")) refresh_grantee_names.execute();
     for (const char* table : kReplicated) {
         std::string name = std::string("wf.") + table;
         Params<1> p;

@@ -147,12 +147,16 @@ ShardGroup* group_of(int64 job_shard) {
 // it exclusively while it ends, so a call either finishes before the move
 // blocks writes or starts after the metadata says where the group is.
 // Taking a lock processes the invalidations that came meanwhile.
+LOCKTAG group_lock_tag(const ShardGroup* group) {
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(group->shard_index),
+                         static_cast<uint32>(group->colocation), 8);
+    return tag;
+}
+
 void lock_group_metadata(const ShardGroup* group) {
-    int64 index = group->shard_index, colocation = group->colocation;
+    LOCKTAG tag = group_lock_tag(group);
     call([&] {
-        LOCKTAG tag;
-        SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(index),
-                             static_cast<uint32>(colocation), 8);
         (void)LockAcquire(&tag, ShareLock, false, false);
         AcceptInvalidationMessages();
     });
@@ -205,6 +209,37 @@ bool distributed() {
 }
 
 ShardGroup* current_shard_group() { return current; }
+
+void release_route_lock() {
+    if (current == nullptr) return;
+    LOCKTAG tag = group_lock_tag(current);
+    call([&] {
+        while (LockHeldByMe(&tag, ShareLock)) LockRelease(&tag, ShareLock, false);
+    });
+}
+
+void retake_route_lock() {
+    if (current == nullptr) return;
+    uint64 seen = generation;
+    lock_group_metadata(current);
+    if (seen == generation && cached_generation == generation) return;
+    // Citus's metadata changed meanwhile: is the group still placed here?
+    Params<1> params;
+    params.set(0, Int64GetDatum(current->job_shard));
+    Rows placement = placement_of.execute(params.values, params.nulls);
+    if (placement.empty() || !placement.bool_at(0, "here"))
+        throw core::Error("40001", "the queue's shard moved to another node while the call waited",
+                          {}, "Try the call again.");
+}
+
+PreparedStatement local_group_id(
+    "SELECT groupid::bigint AS g FROM pg_catalog.pg_dist_local_group", {});
+
+void require_coordinator(const char* what) {
+    if (!distributed() || local_group_id.execute().int64_at(0, "g") == 0) return;
+    throw core::Error("0A000", std::string(what) + " run on the Citus coordinator", {},
+                      "Connect to the coordinator and call it there.");
+}
 
 void refuse_if_distributed() {
     if (!distributed()) return;

@@ -59,8 +59,18 @@ private:
 // than run as distributed queries Citus would plan one by one.
 void refuse_if_distributed();
 
+// On a distributed pg_wf, refuses (0A000) unless this is the coordinator,
+// whose role OIDs the grants record. Inside SPI.
+void require_coordinator(const char* what);
+
 // The group the current statements are routed to, or nullptr.
 ShardGroup* current_shard_group();
+
+// A call that waits long (a claim with `wait`) lets go of Citus's lock on
+// the group's metadata while it sleeps, so that a shard move waits for no
+// sleeper, and takes it again after (40001 if the group moved meanwhile).
+void release_route_lock();
+void retake_route_lock();
 
 // The shards of wf.job placed on this node (the worker serves each).
 std::vector<int64> local_job_shards();

@@ -471,6 +471,8 @@ PreparedStatement recover_group_orphans(
     WF_RECOVER_ORPHANS_SQL(" sentinel AS (INSERT INTO wf.group_sentinel VALUES ($3) ON CONFLICT DO NOTHING)"),
     {TIMESTAMPTZOID, TEXTOID, INT8OID});
 PreparedStatement find_group_sentinel("SELECT 1 FROM wf.group_sentinel WHERE job_shard = $1", {INT8OID});
+PreparedStatement forget_group_sentinels("DELETE FROM wf.group_sentinel WHERE job_shard <> ALL ($1)",
+                                         {INT8ARRAYOID});
 
 // Wakes claimers of recovered jobs; appends the jobs that ended for good.
 int64 note_recovered(const Rows& rows, std::vector<int64>* finished) {
@@ -1084,6 +1086,12 @@ bool claims_survived() {
     Params<1> p;
     p.set(0, Int64GetDatum(group->job_shard));
     return !find_group_sentinel.execute(p.values, p.nulls).empty();
+}
+
+void forget_groups_elsewhere(const std::vector<int64>& local_job_shards) {
+    Params<1> p;
+    p.set(0, int8_array(local_job_shards));
+    forget_group_sentinels.execute(p.values, p.nulls);
 }
 
 int64 recover_lost_claims(const char* how, std::vector<int64>* finished) {

@@ -247,6 +247,10 @@ int64 recover_claims(const std::vector<int64>& dead_owners, std::vector<int64>* 
 // Whether the claim table survived since the last look (it is unlogged: a
 // crash or a promotion empties it, sentinel row included).
 bool claims_survived();
+// On a distributed pg_wf: forgets the sentinels of groups no longer placed
+// on this node (moved away, split), so that one that comes back after a
+// crash elsewhere is recovered here.
+void forget_groups_elsewhere(const std::vector<int64>& local_job_shards);
 // Start-by deadlines: jobs that never started and whose start_by passed go
 // to failed. Their ids are appended to `finished`; returns how many.
 int64 fail_unstarted_jobs(std::vector<int64>* finished);

@@ -436,7 +436,10 @@ void run_full_pass() {
     std::vector<int64> shards;
     run_pass("pg_wf shards", [&] {
         citus = distributed();
-        if (citus) shards = local_job_shards();
+        if (citus) {
+            shards = local_job_shards();
+            forget_groups_elsewhere(shards);
+        }
         looked = true;
     });
     // Not knowing whether pg_wf is distributed, nothing is run: on Citus a

@@ -95,6 +95,9 @@ $q->("SELECT wf_grant('tenant_a', 'administer', 'a_*')");
 ($r, $out, $err) = as_role('tenant_a', "SELECT wf_grant('tenant_b', 'produce', 'a_mail')");
 like($err, qr/granted and revoked by a superuser/, 'a tenant administrator may not grant on a distributed pg_wf');
 
+($r, $out, $err) = $workers[0]->psql('postgres', "SELECT wf_grant('tenant_b', 'produce', 'b_other')");
+like($err, qr/run on the Citus coordinator/, 'grants are made on the coordinator only');
+
 # A trigger planted on a shard of wf.job, on the worker that holds it.
 my $port = $q->("SELECT nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
 	  . " WHERE shardid = get_shard_id_for_distribution_column('wf.job', 'a_mail')");

@@ -67,12 +67,24 @@ my $round = sub {
 };
 
 $round->() for 1 .. 50;
+
+# A claim that waits on an empty queue of the same shard group does not
+# hold the move back: it lets go of the group's lock while it sleeps.
+my $idle = $q->("SELECT n FROM (SELECT 'idle' || g AS n FROM generate_series(1, 1000) g) s"
+	  . " WHERE get_shard_id_for_distribution_column('wf.job', n) = $shard LIMIT 1");
+my $sleeper = $coord->background_psql('postgres', on_error_stop => 0);
+$sleeper->query_until(qr/sleeping/, "\\echo sleeping\nSELECT * FROM wf_claim('$idle', wait => '60 s');\n");
+sleep 1;
+my $t0 = Time::HiRes::time();
 my $mover = $coord->background_psql('postgres');
 $mover->query_until(qr/started/, "\\echo started\n"
 	  . "SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to, shard_transfer_mode => 'block_writes');\n");
 $round->() for 1 .. 150;
 $mover->quit;
+my $move_secs = Time::HiRes::time() - $t0;
 is($placement->($shard), $to, "the queue's shard group moved from $from to $to during the claims");
+ok($move_secs < 30, sprintf('the move did not wait for the sleeping claim of %s (%.1f s)', $idle, $move_secs));
+$sleeper->{run}->kill_kill;
 
 # A hot queue gets a shard of its own (the group split three ways).
 my $isolator = $coord->background_psql('postgres');
