@@ -1,6 +1,7 @@
 #include "pg/runtime/attachments.hpp"
 
 #include "pg/base/guard.hpp"
+#include "pg/runtime/extension.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -22,17 +23,6 @@ extern "C" {
 
 namespace wf::pg {
 namespace {
-
-// Plain C: the owner of schema wf (pg_wf's owner, wf_owner), or InvalidOid.
-Oid wf_schema_owner() {
-    Oid schema = get_namespace_oid("wf", true);
-    if (!OidIsValid(schema)) return InvalidOid;
-    HeapTuple tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(schema));
-    if (!HeapTupleIsValid(tuple)) return InvalidOid;
-    Oid owner = reinterpret_cast<Form_pg_namespace>(GETSTRUCT(tuple))->nspowner;
-    ReleaseSysCache(tuple);
-    return owner;
-}
 
 // Plain C: whether the relation `rv` names is in schema wf.
 bool names_wf_relation(RangeVar* rv) {
@@ -64,7 +54,7 @@ bool attaches(AlterTableStmt* stmt) {
             case AT_EnableReplicaRule:
                 return true;
             case AT_ChangeOwner:
-                if (get_rolespec_oid(cmd->newowner, true) != wf_schema_owner()) return true;
+                if (get_rolespec_oid(cmd->newowner, true) != schema_owner()) return true;
                 break;
             default:
                 break;

@@ -75,16 +75,6 @@ char* installed_version() {
     return version;
 }
 
-// Plain C: the owner of schema wf, or InvalidOid.
-Oid schema_owner() {
-    Oid schema = get_namespace_oid("wf", true);
-    if (!OidIsValid(schema)) return InvalidOid;
-    HeapTuple tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(schema));
-    if (!HeapTupleIsValid(tuple)) return InvalidOid;
-    Oid owner = reinterpret_cast<Form_pg_namespace>(GETSTRUCT(tuple))->nspowner;
-    ReleaseSysCache(tuple);
-    return owner;
-}
 
 SchemaState read_schema_state() {
     if (!callbacks_registered) {
@@ -113,6 +103,16 @@ SchemaState read_schema_state() {
 }
 
 }  // namespace
+
+Oid schema_owner() {
+    Oid schema = get_namespace_oid("wf", true);
+    if (!OidIsValid(schema)) return InvalidOid;
+    HeapTuple tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(schema));
+    if (!HeapTupleIsValid(tuple)) return InvalidOid;
+    Oid owner = reinterpret_cast<Form_pg_namespace>(GETSTRUCT(tuple))->nspowner;
+    ReleaseSysCache(tuple);
+    return owner;
+}
 
 Oid pg_wf_owner() {
     require_current_schema();

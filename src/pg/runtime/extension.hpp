@@ -26,6 +26,9 @@ std::string schema_refusal();
 // require_current_schema raises.
 Oid pg_wf_owner();
 
+// Plain C (inside call()): the owner of schema wf, or InvalidOid; no check.
+Oid schema_owner();
+
 // The same as an error for SQL functions: 55000 with the hint to update
 // (or to install the matching library). Until ALTER EXTENSION pg_wf UPDATE
 // has run, every function refuses: a 1.1 claim is a job row that this

@@ -30,32 +30,38 @@ PreparedStatement expire_jobs(
 // event waits for a new signal); wait rows whose job no longer waits at
 // that attempt (it was cancelled); workflow keys and child rows nothing
 // needs any more.
+// What one queue's jobs leave behind: release debts of children gone,
+// checkpoints of jobs gone, dedup keys whose job finished (the next enqueue
+// would take them over) or is gone, ordered groups whose jobs are all gone,
+// event waits of jobs no longer waiting. On a distributed pg_wf, all that
+// a shard group holds.
+#define WF_EXPIRE_QUEUE_LEFTOVERS \
+    "WITH debts AS (" \
+    "  DELETE FROM wf.release_debt r WHERE NOT EXISTS (" \
+    "     SELECT 1 FROM wf.job j WHERE j.queue = r.child_queue AND j.id = r.child_id))," \
+    " checkpoints AS (" \
+    "  DELETE FROM wf.checkpoint k WHERE k.recorded_at < $1" \
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = k.queue AND j.id = k.job_id))," \
+    " dedups AS (" \
+    "  DELETE FROM wf.dedup d WHERE NOT EXISTS (" \
+    "     SELECT 1 FROM wf.job j WHERE j.queue = d.queue AND j.id = d.job_id" \
+    "        AND j.status IN ('blocked', 'pending', 'waiting')))," \
+    " groups AS (" \
+    "  DELETE FROM wf.ordered_group g WHERE NOT EXISTS (" \
+    "     SELECT 1 FROM wf.job j WHERE j.queue = g.queue AND j.key = g.key))," \
+    " waits AS (" \
+    "  DELETE FROM wf.event_wait w WHERE w.since < $1" \
+    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = w.queue AND j.id = w.id" \
+    "                        AND j.attempt = w.attempt AND j.status = 'waiting'))"
+
 PreparedStatement expire_leftovers(
-    "WITH debts AS ("
-    "  DELETE FROM wf.release_debt r WHERE NOT EXISTS ("
-    "     SELECT 1 FROM wf.job j WHERE j.queue = r.child_queue AND j.id = r.child_id)),"
-    " checkpoints AS ("
-    "  DELETE FROM wf.checkpoint k WHERE k.recorded_at < $1"
-    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = k.queue AND j.id = k.job_id)),"
+    WF_EXPIRE_QUEUE_LEFTOVERS ","
     " workflows AS ("
     "  DELETE FROM wf.workflow w WHERE w.submitted_at < $1"
     "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.workflow_id = w.id)),"
     " events AS ("
     "  DELETE FROM wf.event e WHERE coalesce(e.signalled_at, e.created_at) < $1"
     "     AND NOT EXISTS (SELECT 1 FROM wf.event_wait w WHERE w.event = e.name)),"
-    // Dedup keys whose job finished (the next enqueue would take them
-    // over) or is gone; ordered groups whose jobs are all gone.
-    " dedups AS ("
-    "  DELETE FROM wf.dedup d WHERE NOT EXISTS ("
-    "     SELECT 1 FROM wf.job j WHERE j.queue = d.queue AND j.id = d.job_id"
-    "        AND j.status IN ('blocked', 'pending', 'waiting'))),"
-    " groups AS ("
-    "  DELETE FROM wf.ordered_group g WHERE NOT EXISTS ("
-    "     SELECT 1 FROM wf.job j WHERE j.queue = g.queue AND j.key = g.key)),"
-    " waits AS ("
-    "  DELETE FROM wf.event_wait w WHERE w.since < $1"
-    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = w.queue AND j.id = w.id"
-    "                        AND j.attempt = w.attempt AND j.status = 'waiting')),"
     // Workflow keys whose workflow is over or gone (the next start takes
     // them over); children whose parent job is gone and whose outcome was
     // delivered (or had nobody to go to).
@@ -70,41 +76,9 @@ PreparedStatement expire_leftovers(
     " SELECT 1",
     {TIMESTAMPTZOID});
 
-
-// On a distributed pg_wf, for one local shard group: what is not one
-// queue's (workflows, events, children) is not there.
-PreparedStatement expire_group_jobs(
-    "WITH batch AS MATERIALIZED ("
-    "  SELECT ctid AS tid, id, created_at,"
-    "         status IN ('done', 'failed', 'cancelled') AND finished_at < $2 AS expired"
-    "    FROM wf.job WHERE id > $1 ORDER BY id LIMIT $3),"
-    " gone AS (DELETE FROM wf.job j WHERE j.ctid = ANY (ARRAY(SELECT tid FROM batch WHERE expired))"
-    "          RETURNING j.id),"
-    " edges AS (DELETE FROM wf.dependency d WHERE d.parent_id = ANY (ARRAY(SELECT id FROM gone)))"
-    " SELECT (SELECT max(id) FROM batch) AS last_id, (SELECT count(*) FROM gone) AS deleted,"
-    "        coalesce((SELECT bool_or(created_at >= $2) FROM batch), true) AS walked_all",
-    {INT8OID, TIMESTAMPTZOID, INT4OID});
-
-PreparedStatement expire_group_leftovers(
-    "WITH debts AS ("
-    "  DELETE FROM wf.release_debt r WHERE NOT EXISTS ("
-    "     SELECT 1 FROM wf.job j WHERE j.queue = r.child_queue AND j.id = r.child_id)),"
-    " checkpoints AS ("
-    "  DELETE FROM wf.checkpoint k WHERE k.recorded_at < $1"
-    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = k.queue AND j.id = k.job_id)),"
-    " dedups AS ("
-    "  DELETE FROM wf.dedup d WHERE NOT EXISTS ("
-    "     SELECT 1 FROM wf.job j WHERE j.queue = d.queue AND j.id = d.job_id"
-    "        AND j.status IN ('blocked', 'pending', 'waiting'))),"
-    " groups AS ("
-    "  DELETE FROM wf.ordered_group g WHERE NOT EXISTS ("
-    "     SELECT 1 FROM wf.job j WHERE j.queue = g.queue AND j.key = g.key)),"
-    " waits AS ("
-    "  DELETE FROM wf.event_wait w WHERE w.since < $1"
-    "     AND NOT EXISTS (SELECT 1 FROM wf.job j WHERE j.queue = w.queue AND j.id = w.id"
-    "                        AND j.attempt = w.attempt AND j.status = 'waiting'))"
-    " SELECT 1",
-    {TIMESTAMPTZOID});
+// On a distributed pg_wf, for one local shard group: workflows, events and
+// children are not served there.
+PreparedStatement expire_group_leftovers(WF_EXPIRE_QUEUE_LEFTOVERS " SELECT 1", {TIMESTAMPTZOID});
 
 }  // namespace
 
@@ -114,7 +88,7 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
     p.set(1, TimestampTzGetDatum(GetCurrentTimestamp() - int64{keep_seconds} * USECS_PER_SEC));
     p.set(2, Int32GetDatum(batch));
     bool in_group = current_shard_group() != nullptr;
-    Rows step = (in_group ? expire_group_jobs : expire_jobs).execute(p.values, p.nulls);
+    Rows step = expire_jobs.execute(p.values, p.nulls);
     int64 deleted = step.int64_at(0, "deleted");
     // Past the last job, or among jobs created after the cutoff (which
     // cannot have finished before it): start again from the oldest.
