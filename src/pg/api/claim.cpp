@@ -177,18 +177,19 @@ void emit(FunctionCallInfo fcinfo, std::vector<ClaimedJob>& jobs, int prefix_cou
     }
 }
 
-}  // namespace
-}  // namespace wf::pg
-
-using namespace wf;
-using namespace wf::pg;
-
 // The owner lock of this session, or on a distributed pg_wf of the client
 // it serves (citus/ownership.hpp).
 void hold_owner_lock() {
     int64 origin = distributed() ? with_spi([] { return citus_origin_owner_key(); }) : 0;
     call([&] { ensure_session_holds_owner_lock(origin); });
 }
+
+}  // namespace
+}  // namespace wf::pg
+
+using namespace wf;
+using namespace wf::pg;
+
 
 // wf_claim(queue, worker, max_jobs, lease, wait, versions) -> TABLE(...)
 WF_SQL_FUNCTION(wf_claim) {

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "pg/base/spi.hpp"
 #include "pg/citus/shard_route.hpp"
+#include "pg/runtime/extension.hpp"
 
 namespace wf::pg {
 namespace {
@@ -70,7 +71,6 @@ PreparedStatement refresh_grantee_names(
     "                  WHERE r.oid = g.grantee AND g.grantee_name <> r.rolname)"
     " DELETE FROM wf.grant g WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r"
     "                                           WHERE r.oid = g.grantee)", {});
-PreparedStatement local_group("SELECT groupid FROM pg_catalog.pg_dist_local_group", {});
 PreparedStatement is_distributed(
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1::regclass)"
     " AS done", {TEXTOID});
@@ -90,21 +90,25 @@ PreparedStatement on_every_node(
     "         'SELECT wf._take_id_range(); SELECT wf._after_create()') r"
     "  JOIN pg_catalog.pg_dist_node n ON n.nodeid = r.nodeid", {});
 
-bool is_distributed_text(const char* table) {
+// A statement of pg_wf's own text (GRANT, ALTER SEQUENCE), run as it is.
+void run_ddl(const std::string& sql) {
+    int rc = call([&] { return SPI_execute(sql.c_str(), false, 0); });
+    if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
+}
+
+bool is_distributed_text(const std::string& table) {
     Params<1> p;
     p.set(0, text_datum(table));
     return is_distributed.execute(p.values, p.nulls).bool_at(0, "done");
 }
 
 void distribute_all() {
-    if (local_group.execute().int32_at(0, "groupid") != 0)
-        throw core::Error("0A000", "wf_distribute() runs on the Citus coordinator", {},
-                          "Connect to the coordinator and call it there.");
+    require_coordinator("wf_distribute()");
     for (const ByQueue& t : kByQueue) {
         std::string name = std::string("wf.") + t.table;
+        if (is_distributed_text(name)) continue;
         Params<3> p;
         p.set(0, text_datum(name));
-        if (is_distributed.execute(p.values, p.nulls).bool_at(0, "done")) continue;
         p.set(1, text_datum(&t == &kByQueue[0] ? "none" : "wf.queue_config"));
         p.set(2, text_datum(t.column));
         distribute_by_queue.execute(p.values, p.nulls);
@@ -112,9 +116,9 @@ void distribute_all() {
     if (!is_distributed_text("wf.grant")) refresh_grantee_names.execute();
     for (const char* table : kReplicated) {
         std::string name = std::string("wf.") + table;
+        if (is_distributed_text(name)) continue;
         Params<1> p;
         p.set(0, text_datum(name));
-        if (is_distributed.execute(p.values, p.nulls).bool_at(0, "done")) continue;
         replicate.execute(p.values, p.nulls);
     }
     // The wf_* functions live in the schema CREATE EXTENSION put them in.
@@ -127,10 +131,7 @@ void distribute_all() {
     std::vector<std::string> grants;
     Rows granted = execute_grants.execute();
     for (uint64 r = 0; r < granted.size(); r++) grants.push_back(granted.text_at(r, "ddl"));
-    for (const std::string& grant : grants) {
-        int rc = call([&] { return SPI_execute(grant.c_str(), false, 0); });
-        if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
-    }
+    for (const std::string& grant : grants) run_ddl(grant);
     Rows ranges = on_every_node.execute();
     for (uint64 r = 0; r < ranges.size(); r++)
         if (!ranges.bool_at(r, "success"))
@@ -161,8 +162,7 @@ void take_id_range() {
     std::string ddl = rows.text_at(0, "ddl");
     // Not Citus's DDL: each node sets its own sequence.
     no_ddl_propagation.execute();
-    int rc = call([&] { return SPI_execute(ddl.c_str(), false, 0); });
-    if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
+    run_ddl(ddl);
 }
 
 }  // namespace
@@ -186,6 +186,9 @@ WF_SQL_FUNCTION(wf_distribute) {
     if (!call([] { return superuser(); }))
         throw wf::core::Error(wf::core::sqlstate::insufficient_privilege,
                               "only a superuser may distribute pg_wf");
+    // What every pg_wf function checks first: a schema this library serves,
+    // nothing attached to its tables (Citus would copy it to every shard).
+    (void)pg_wf_owner();
     with_spi([] { distribute_all(); });
     PG_RETURN_VOID();
 }

@@ -236,8 +236,8 @@ PreparedStatement local_group_id(
     "SELECT groupid::bigint AS g FROM pg_catalog.pg_dist_local_group", {});
 
 void require_coordinator(const char* what) {
-    if (!distributed() || local_group_id.execute().int64_at(0, "g") == 0) return;
-    throw core::Error("0A000", std::string(what) + " run on the Citus coordinator", {},
+    if (local_group_id.execute().int64_at(0, "g") == 0) return;
+    throw core::Error("0A000", std::string(what) + " must run on the Citus coordinator", {},
                       "Connect to the coordinator and call it there.");
 }
 

@@ -59,8 +59,8 @@ private:
 // than run as distributed queries Citus would plan one by one.
 void refuse_if_distributed();
 
-// On a distributed pg_wf, refuses (0A000) unless this is the coordinator,
-// whose role OIDs the grants record. Inside SPI.
+// Refuses (0A000) unless this is the Citus coordinator (where wf_distribute
+// runs, and whose role OIDs the grants record). Inside SPI, Citus present.
 void require_coordinator(const char* what);
 
 // The group the current statements are routed to, or nullptr.

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
 extern "C" {
 #include "access/heapam.h"
@@ -362,15 +363,33 @@ void log_recovered(int64 recovered) {
                              database_name)));
 }
 
-void retention_pass(int64* cursor) {
+// A pass over one local shard group (shard_route.hpp): its statements name
+// the group's shards; a group moved away since it was listed is skipped.
+template <typename Body>
+void run_group_pass(const char* activity, int64 shard, Body&& body) {
+    run_pass(activity, [&] {
+        ShardRoute route(shard);
+        if (!route.moved()) body();
+    });
+}
+
+// One batch of retention, over wf.job or over one local shard group.
+void retention_pass(int64* cursor, std::optional<int64> shard = std::nullopt) {
     if (retention_seconds < 0) return;
     int64 deleted = 0;
-    run_pass("pg_wf retention", [&] {
-        deleted = expire_finished_jobs(cursor, retention_seconds, kRetentionBatch);
-    });
+    auto expire = [&] { deleted = expire_finished_jobs(cursor, retention_seconds, kRetentionBatch); };
+    if (shard)
+        run_group_pass("pg_wf retention", *shard, expire);
+    else
+        run_pass("pg_wf retention", expire);
     if (deleted > 0)
         ereport(DEBUG1, (errmsg("pg_wf deleted %lld finished jobs past wf.retention",
                                 static_cast<long long>(deleted))));
+}
+
+// Releases completions left to the worker (dependencies inside the group).
+void settle_group_releases(int64 shard) {
+    run_group_pass("pg_wf releases", shard, [] { settle_release_debts(); });
 }
 
 // The passes of run_full_pass for each local shard group, and the
@@ -383,31 +402,14 @@ void run_group_passes(const std::vector<int64>& shards) {
         LocalGroup& group = seen[shard];
         auto known = local_groups.find(shard);
         if (known != local_groups.end()) group = known->second;
-        run_pass("pg_wf sweep", [&] {
-            ShardRoute route(shard);
-            if (route.moved()) return;
+        run_group_pass("pg_wf sweep", shard, [&] {
             recovered += sweep_database();
             group.ready_name = "ready" + current_shard_group()->ready_suffix;
         });
-        run_pass("pg_wf timeouts", [&] {
-            ShardRoute route(shard);
-            if (route.moved()) return;
-            wake_waiting_jobs(std::nullopt, std::nullopt);
-        });
-        int64 cursor = group.retention_cursor;
-        run_pass("pg_wf retention", [&] {
-            if (retention_seconds < 0) return;
-            ShardRoute route(shard);
-            if (route.moved()) return;
-            expire_finished_jobs(&cursor, retention_seconds, kRetentionBatch);
-        });
-        group.retention_cursor = cursor;
-        // Releases completions left to the worker (dependencies inside the group).
-        run_pass("pg_wf releases", [&] {
-            ShardRoute route(shard);
-            if (route.moved()) return;
-            settle_release_debts();
-        });
+        run_group_pass("pg_wf timeouts", shard,
+                       [] { wake_waiting_jobs(std::nullopt, std::nullopt); });
+        retention_pass(&group.retention_cursor, shard);
+        settle_group_releases(shard);
         if (!group.ready_name.empty())
             run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready", [&] {
                 vacuum_ready_set(group.ready_name.c_str(), &group.ready_dead_left);
@@ -419,12 +421,7 @@ void run_group_passes(const std::vector<int64>& shards) {
 
 // Releases completions left, group by group (between full passes).
 void settle_group_releases() {
-    for (auto& [shard, group] : local_groups)
-        run_pass("pg_wf releases", [&, shard = shard] {
-            ShardRoute route(shard);
-            if (route.moved()) return;
-            settle_release_debts();
-        });
+    for (const auto& entry : local_groups) settle_group_releases(entry.first);
 }
 
 // Every wf.sweep_interval: recovery, then event timeouts and cron ticks, each
