@@ -122,7 +122,8 @@ WF_SQL_FUNCTION(wf_enqueue) {
             require_right(Capability::produce, parent_queue);
         if (deps.failed) {
             job.status = "cancelled";
-            job.last_error = "dependency job " + std::to_string(deps.failed) + " failed";
+            job.last_error = "dependency job " + std::to_string(deps.failed) +
+                             (deps.failed_was_cancelled ? " was cancelled" : " failed");
             job.cancelled_by = deps.failed;
             // It counts all of them, as wf_retry would recount them.
             job.pending_deps = static_cast<int32>(deps.not_done.size());

@@ -192,7 +192,10 @@ DependencyState lock_dependencies(const std::vector<int64>& ids) {
         if (status == "done") continue;
         state.not_done.push_back(id);
         if (status == "failed" || status == "cancelled") {
-            if (state.failed == 0) state.failed = id;
+            if (state.failed == 0) {
+                state.failed = id;
+                state.failed_was_cancelled = status == "cancelled";
+            }
         } else {
             state.unfinished.push_back(id);
         }
@@ -227,9 +230,20 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
         p.set(0, int8_array({id}));
         p.set(1, text_datum(what_happened));
         p.set(2, Int64GetDatum(id));
-        Rows rows = cancel_descendants.execute(p.values, p.nulls);
-        cancelled += rows.size();
-        jobs_ended(rows);
+        // Until a pass cancels nothing. The root's own row was written
+        // before (so an enqueue below it has committed or will see it
+        // ended), but a job further down may be locked by an enqueue adding
+        // a child to it: the pass waits for that enqueue, cancels the job,
+        // and cannot see the new edge (its snapshot is older). The next
+        // pass, with a snapshot taken after that wait, does; an enqueue
+        // coming later waits for this transaction and sees its parent
+        // cancelled.
+        for (;;) {
+            Rows rows = cancel_descendants.execute(p.values, p.nulls);
+            if (rows.empty()) break;
+            cancelled += rows.size();
+            jobs_ended(rows);
+        }
     }
     return cancelled;
 }

@@ -13,6 +13,7 @@ namespace wf::pg {
 struct DependencyState {
     std::vector<int64> unfinished;  // not done yet: the new job waits on these
     int64 failed = 0;               // a failed or cancelled one, if any
+    bool failed_was_cancelled = false;  // ... and which of the two
     // Edges go to every dependency not done, failed ones included: a
     // wf_retry of a failed one must find and release this job later.
     std::vector<int64> not_done;
