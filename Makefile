@@ -30,7 +30,8 @@ RUNTIME_OBJS = src/pg/runtime/extension.o src/pg/runtime/attachments.o src/pg/ru
                src/pg/runtime/shared_memory.o \
                src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o \
                src/pg/runtime/rate_windows.o src/pg/runtime/metrics.o
-CITUS_OBJS   = src/pg/citus/shard_route.o src/pg/citus/ownership.o src/pg/citus/distribute.o
+CITUS_OBJS   = src/pg/citus/shard_route.o src/pg/citus/ownership.o src/pg/citus/distribute.o \
+               src/pg/citus/cluster_calls.o
 JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o \
                src/pg/jobs/flow_control.o src/pg/jobs/children.o
 API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/pg/api/operate.o \

@@ -1,5 +1,6 @@
 #include "pg/api/rights.hpp"
 #include "pg/base/invalidation.hpp"
+#include "pg/citus/cluster_calls.hpp"
 #include "pg/citus/shard_route.hpp"
 
 #include <unordered_map>
@@ -59,6 +60,34 @@ PreparedStatement lookup_right_by_name(
     "    AND EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = g.grantee_name"
     "                   AND pg_has_role($1, r.oid, 'USAGE'))) AS held",
     {OIDOID, TEXTOID, TEXTOID});
+
+// On a distributed pg_wf, a check made by a client's own backend off the
+// shard groups (wf_signal, wf_schedule, wf_sweep, a view's rows read on
+// the coordinator) reads the
+// matching grants through Citus, then the caller's memberships here:
+// Citus would plan the one statement above as pg_wf's owner, who may not
+// read pg_authid behind pg_roles.
+PreparedStatement member_of_any(
+    "SELECT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = ANY ($2)"
+    "                  AND pg_has_role($1, r.oid, 'USAGE')) AS held",
+    {OIDOID, TEXTARRAYOID});
+
+bool has_right_on_cluster(Oid role, std::optional<Capability> capability, std::string_view queue) {
+    std::string q = sql_literal(queue);
+    Rows grants = run_through_citus(
+        "SELECT DISTINCT g.grantee_name FROM wf.grant g WHERE " +
+        (capability ? "g.capability IN (" + sql_literal(capability_name(*capability)) + ", 'administer')"
+                    : std::string("true")) +
+        " AND (g.queues = " + q + " OR (pg_catalog.right(g.queues, 1) = '*'"
+        " AND pg_catalog.starts_with(" + q + ", pg_catalog.left(g.queues, -1))))");
+    if (grants.empty()) return false;
+    std::vector<Datum> names;
+    for (uint64 r = 0; r < grants.size(); r++) names.push_back(text_datum(grants.text_at(r, "grantee_name")));
+    Params<2> p;
+    p.set(0, ObjectIdGetDatum(role));
+    p.set(1, datum_array(names, std::vector<bool>(names.size(), false), TEXTOID));
+    return member_of_any.execute(p.values, p.nulls).bool_at(0, "held");
+}
 
 PreparedStatement insert_grant(
     "INSERT INTO wf.grant (grantee, capability, queues, granted_by, grantee_name)"
@@ -231,6 +260,8 @@ bool has_right(Oid role, std::optional<Capability> capability, std::string_view 
     p.set(0, ObjectIdGetDatum(role));
     p.set_or_null(1, !capability, capability ? text_datum(capability_name(*capability)) : 0);
     p.set(2, text_datum(queue));
+    if (distributed() && current_shard_group() == nullptr && !delegated_by_citus())
+        return has_right_on_cluster(role, capability, queue);
     Rows rows = (distributed() ? lookup_right_by_name : lookup_right).execute(p.values, p.nulls);
     bool held = rows.bool_at(0, "held");
     rows.free();

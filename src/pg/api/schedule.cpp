@@ -16,6 +16,7 @@
 
 #include "pg/api/frame.hpp"
 #include "pg/api/rights.hpp"
+#include "pg/citus/cluster_calls.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
 
@@ -50,13 +51,45 @@ PreparedStatement set_schedule_enabled(
     " WHERE name = $1",
     {TEXTOID, BOOLOID, TIMESTAMPTZOID});
 
+// wf.schedule's rows as wf_schedule and its siblings change them. On a
+// distributed pg_wf it is a reference table: written on the coordinator,
+// through Citus, every node's copy in the caller's transaction (the
+// schedule's owner is recorded by name, each copy with its node's OID).
+std::string text_of(Datum d) {
+    char* c = call([&] { return TextDatumGetCString(d); });
+    std::string s(c);
+    call([&] { pfree(c); });
+    return s;
+}
+
+bool on_cluster() {
+    if (!distributed()) return false;
+    require_coordinator("schedules on a distributed pg_wf");
+    require_schema_at_least("1.8", "schedules on a distributed pg_wf");
+    return true;
+}
+
+std::string now_literal() { return timestamptz_literal(TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())); }
+
+// The queue of schedule `name`, locked, if it exists.
+std::optional<std::string> lock_schedule_queue(Datum name) {
+    Rows existing = [&] {
+        if (on_cluster())
+            return run_through_citus("SELECT queue FROM wf.schedule WHERE name = " +
+                                     sql_literal(text_of(name)) + " FOR UPDATE");
+        Params<1> p;
+        p.set(0, name);
+        return lock_schedule.execute(p.values, p.nulls);
+    }();
+    if (existing.empty()) return std::nullopt;
+    return existing.text_at(0, "queue");
+}
+
 // Administer on the queue of schedule `name`, if it exists; whether it does.
 bool require_right_on_schedule(Datum name) {
-    Params<1> p;
-    p.set(0, name);
-    Rows existing = lock_schedule.execute(p.values, p.nulls);
-    if (existing.empty()) return false;
-    require_right(Capability::administer, existing.text_at(0, "queue"));
+    std::optional<std::string> queue = lock_schedule_queue(name);
+    if (!queue) return false;
+    require_right(Capability::administer, *queue);
     return true;
 }
 
@@ -84,6 +117,22 @@ PreparedStatement fire_tick(
     "            WHERE name = $1)"
     " SELECT count(*) AS fired FROM job",
     {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, BOOLOID});
+
+// On a distributed pg_wf, a tick's job, in its queue's shard group
+// (wf._fire_tick); the coordinator moves the schedule on (fire_on_cluster).
+PreparedStatement fire_tick_job(
+    "WITH job AS ("
+    " INSERT INTO wf.job (id, queue, status, payload, run_at, max_attempts, attempt_budget,"
+    "                     idempotency_key, version)"
+    " SELECT nextval('wf.job_id_seq'), $1, 'pending', $2, $3, m, m, $4, v"
+    "   FROM (SELECT coalesce((SELECT c.max_attempts FROM wf.queue_config c"
+    "                          WHERE c.queue = $1), " WF_SQL_DEFAULT_MAX_ATTEMPTS ") AS m,"
+    "                (SELECT c.version FROM wf.queue_config c WHERE c.queue = $1) AS v) AS budget"
+    " ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+    " RETURNING queue, priority, run_at, id, key, version),"
+    WF_SQL_ENTER_READY("job", "")
+    " SELECT id FROM job",
+    {TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID});
 
 constexpr int64 kPostgresEpochOffset =
     int64{POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE} * SECS_PER_DAY;
@@ -123,22 +172,78 @@ TimestampTz latest_tick(const core::CronSchedule& schedule, TimestampTz due, Tim
 
 }  // namespace
 
-int64 fire_due_schedules() {
-    struct Due {
-        std::string name, cron, queue;
-        Datum payload;  // in SPI memory, alive until SPI_finish
-        TimestampTz tick;
-        Oid owner;
-    };
-    TimestampTz now = GetCurrentTimestamp();
-    Params<1> d;
-    d.set(0, TimestampTzGetDatum(now));
-    Rows rows = due_schedules.execute(d.values, d.nulls);
+namespace {
+
+struct Due {
+    std::string name, cron, queue;
+    Datum payload;  // in SPI memory, alive until SPI_finish
+    TimestampTz tick;
+    Oid owner;
+};
+
+// What a tick does: its job (when `allowed`) and the schedule moved on to
+// `next` (NULL when never), in one transaction. Whether a job was enqueued.
+bool fire_here(const Due& schedule, TimestampTz tick, const std::string& key, bool never,
+               Datum next, bool allowed) {
+    Params<7> p;
+    p.set(0, text_datum(schedule.name));
+    p.set(1, text_datum(schedule.queue));
+    p.set(2, schedule.payload);
+    p.set(3, TimestampTzGetDatum(tick));
+    p.set(4, text_datum(key));
+    if (never) p.set_null(5); else p.set(5, next);
+    p.set(6, BoolGetDatum(allowed));
+    return fire_tick.execute(p.values, p.nulls).int64_at(0, "fired") > 0;
+}
+
+// On a distributed pg_wf, only the coordinator's worker (or wf_sweep
+// there) fires: the job through Citus to its queue's node, the schedule's
+// every copy moved on, in one (two-phase) transaction.
+bool fire_on_cluster(const Due& schedule, TimestampTz tick, const std::string& key, bool never,
+                     Datum next, bool allowed) {
+    std::string tick_literal = timestamptz_literal(TimestampTzGetDatum(tick));
+    int64 job = 0;
+    if (allowed)
+        job = call_in_group("_fire_tick", schedule.queue,
+                            jsonb_literal(schedule.payload) + ", " + tick_literal + ", " +
+                                sql_literal(key) + "::pg_catalog.text");
+    run_through_citus(
+        "UPDATE wf.schedule SET last_run_at = " + tick_literal +
+        ", next_run_at = " + (never ? std::string("NULL") : timestamptz_literal(next)) +
+        (job != 0 ? ", last_job_id = " + std::to_string(job) : std::string()) +
+        " WHERE name = " + sql_literal(schedule.name));
+    return job != 0;
+}
+
+std::vector<Due> read_due(const Rows& rows) {
     std::vector<Due> due(rows.size());
     for (size_t r = 0; r < due.size(); r++)
         due[r] = {rows.text_at(r, "name"), rows.text_at(r, "cron"), rows.text_at(r, "queue"),
                   rows.datum(r, "payload"), DatumGetTimestampTz(rows.datum(r, "next_run_at")),
                   DatumGetObjectId(rows.datum(r, "owner"))};
+    return due;
+}
+
+}  // namespace
+
+int64 fire_due_schedules() {
+    TimestampTz now = GetCurrentTimestamp();
+    bool on_cluster = distributed();
+    std::vector<Due> due;
+    if (on_cluster) {
+        // Schedules fire once cluster-wide: on the coordinator (whose role
+        // OIDs the owners are), and only at schema 1.8 (wf._fire_tick).
+        if (!on_coordinator() || !schema_at_least("1.8")) return 0;
+        due = read_due(run_through_citus(
+            "SELECT name, cron, queue, payload, next_run_at, owner::pg_catalog.oid AS owner"
+            "  FROM wf.schedule WHERE next_run_at <= " +
+            timestamptz_literal(TimestampTzGetDatum(now)) +
+            " AND enabled ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED"));
+    } else {
+        Params<1> d;
+        d.set(0, TimestampTzGetDatum(now));
+        due = read_due(due_schedules.execute(d.values, d.nulls));
+    }
 
     int64 fired = 0;
     for (const Due& schedule : due) {
@@ -174,18 +279,15 @@ int64 fire_due_schedules() {
                                  "schedule it again as a role that may.",
                                  schedule.queue.c_str())));
             });
-        Params<7> p;
-        p.set(0, text_datum(schedule.name));
-        p.set(1, text_datum(schedule.queue));
-        p.set(2, schedule.payload);
-        p.set(3, TimestampTzGetDatum(tick));
-        p.set(4, text_datum(key));
-        if (never) p.set_null(5); else p.set(5, next);
-        p.set(6, BoolGetDatum(allowed));
-        if (fire_tick.execute(p.values, p.nulls).int64_at(0, "fired") > 0) {
+        bool enqueued = on_cluster ? fire_on_cluster(schedule, tick, key, never, next, allowed)
+                                   : fire_here(schedule, tick, key, never, next, allowed);
+        if (enqueued) {
             fired++;
-            note_queue_ready(schedule.queue.data(), schedule.queue.size());
-            count(schedule.queue, Metric::enqueued);
+            // On a distributed pg_wf the queue's node counts and wakes.
+            if (!on_cluster) {
+                note_queue_ready(schedule.queue.data(), schedule.queue.size());
+                count(schedule.queue, Metric::enqueued);
+            }
         }
     }
     return fired;
@@ -213,9 +315,21 @@ WF_SQL_FUNCTION(wf_schedule) {
         throw core::Error(core::sqlstate::invalid_parameter,
                           "cron expression \"" + std::string(cron) + "\" never fires");
 
-    with_job_tables([&] {
+    with_job_tables_anywhere([&] {
         require_right(Capability::administer, queue);
         require_right_on_schedule(PG_GETARG_DATUM(0));  // one it replaces
+        if (on_cluster()) {
+            const char* owner = call([] { return GetUserNameFromId(RunAsOwner::caller(), false); });
+            run_through_citus(
+                "INSERT INTO wf.schedule (name, cron, queue, payload, next_run_at, owner) VALUES (" +
+                sql_literal(text_of(PG_GETARG_DATUM(0))) + ", " + sql_literal(cron) + ", " +
+                sql_literal(queue) + ", " + jsonb_literal(payload) + ", " + timestamptz_literal(next) +
+                ", " + sql_literal(owner) + "::pg_catalog.regrole)"
+                " ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, queue = excluded.queue,"
+                "   payload = excluded.payload, next_run_at = excluded.next_run_at,"
+                "   owner = excluded.owner, updated_at = " + now_literal());
+            return;
+        }
         Params<6> p;
         p.set(0, PG_GETARG_DATUM(0));
         p.set(1, PG_GETARG_DATUM(1));
@@ -231,8 +345,13 @@ WF_SQL_FUNCTION(wf_schedule) {
 // wf_unschedule(name) -> boolean: whether there was such a schedule.
 WF_SQL_FUNCTION(wf_unschedule) {
     text_arg(fcinfo, 0, "name");
-    bool removed = with_job_tables([&] {
+    bool removed = with_job_tables_anywhere([&] {
         if (!require_right_on_schedule(PG_GETARG_DATUM(0))) return false;
+        if (on_cluster()) {
+            run_through_citus("DELETE FROM wf.schedule WHERE name = " +
+                              sql_literal(text_of(PG_GETARG_DATUM(0))));
+            return true;
+        }
         Params<1> p;
         p.set(0, PG_GETARG_DATUM(0));
         return delete_schedule.execute(p.values, p.nulls).size() == 1;
@@ -245,12 +364,14 @@ WF_SQL_FUNCTION(wf_unschedule) {
 WF_SQL_FUNCTION(wf_enable_schedule) {
     text_arg(fcinfo, 0, "name");
     bool enabled = bool_arg(fcinfo, 1, "enabled");
-    bool found = with_job_tables([&] {
+    bool found = with_job_tables_anywhere([&] {
         if (!require_right_on_schedule(PG_GETARG_DATUM(0))) return false;
+        std::string name = sql_literal(text_of(PG_GETARG_DATUM(0)));
         Params<3> p;
         p.set(0, PG_GETARG_DATUM(0));
         p.set(1, BoolGetDatum(enabled));
-        Rows schedule = read_schedule.execute(p.values, p.nulls);
+        Rows schedule = on_cluster() ? run_through_citus("SELECT cron, enabled FROM wf.schedule WHERE name = " + name)
+                                     : read_schedule.execute(p.values, p.nulls);
         p.set_null(2);
         if (enabled && !schedule.bool_at(0, "enabled")) {
             try {
@@ -262,8 +383,44 @@ WF_SQL_FUNCTION(wf_enable_schedule) {
                 // A row edited by hand: enabled, it stays stopped (next_run NULL).
             }
         }
+        if (on_cluster()) {
+            // As set_schedule_enabled, with its values written in.
+            bool restart = enabled && !schedule.bool_at(0, "enabled");
+            std::string next = p.nulls[2] == 'n' ? "NULL" : timestamptz_literal(p.values[2]);
+            run_through_citus("UPDATE wf.schedule SET enabled = " + std::string(enabled ? "true" : "false") +
+                              ", updated_at = " + now_literal() +
+                              (restart ? ", next_run_at = " + next : std::string()) +
+                              " WHERE name = " + name);
+            return true;
+        }
         set_schedule_enabled.execute(p.values, p.nulls);
         return true;
     });
     PG_RETURN_BOOL(found);
+}
+
+// wf._fire_tick(queue, payload, run_at, idempotency_key) -> bigint: on a
+// distributed pg_wf, a tick's job in its queue's shard group (the id, or
+// NULL when the tick's key is taken); called by fire_on_cluster.
+WF_SQL_FUNCTION(wf_group_fire_tick) {
+    require_group_call_from_pg_wf("wf._fire_tick");
+    std::string queue(queue_arg(fcinfo, 0));
+    Datum payload = payload_arg(fcinfo, 1, "payload");
+    core::require_not_null(PG_ARGISNULL(2), "run_at");
+    Datum run_at = PG_GETARG_DATUM(2);
+    text_arg(fcinfo, 3, "idempotency_key");
+    std::optional<int64> id = with_queue_tables(PG_GETARG_DATUM(0), [&]() -> std::optional<int64> {
+        Params<4> p;
+        p.set(0, PG_GETARG_DATUM(0));
+        p.set(1, payload);
+        p.set(2, run_at);
+        p.set(3, PG_GETARG_DATUM(3));
+        Rows job = fire_tick_job.execute(p.values, p.nulls);
+        if (job.empty()) return std::nullopt;
+        return job.int64_at(0, "id");
+    });
+    if (!id) PG_RETURN_NULL();
+    note_queue_ready(queue.data(), queue.size());
+    count(queue, Metric::enqueued);
+    PG_RETURN_INT64(*id);
 }

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "pg/api/frame.hpp"
+#include "pg/citus/cluster_calls.hpp"
 #include "pg/jobs/children.hpp"
 
 namespace wf::pg {
@@ -34,10 +35,39 @@ PreparedStatement read_event(
     "SELECT signalled_at IS NOT NULL AS signalled, payload FROM wf.event WHERE name = $1 FOR SHARE",
     {TEXTOID});
 
+// On a distributed pg_wf wf.event is a reference table, which a call on
+// one node does not write: an await reads its node's copy, and a signal
+// (signal_on_cluster) writes every copy, then wakes the waits it finds. A
+// wait it could not see yet (the await had read the copy before the signal
+// committed) is woken by the node's worker, which wakes the waits of
+// signalled events in each of its groups every wf.sweep_interval.
+PreparedStatement read_event_copy(
+    "SELECT signalled_at IS NOT NULL AS signalled, payload FROM wf.event WHERE name = $1",
+    {TEXTOID});
+
 std::string_view event_name_arg(FunctionCallInfo fcinfo, int n, const char* name) {
     std::string_view event = text_arg(fcinfo, n, name);
     core::validate_event_name(event);
     return event;
+}
+
+// wf_signal on a distributed pg_wf (see read_event_copy): in the caller's
+// transaction, every node's copy of the event row, then each shard group
+// with waits for it. Returns the jobs woken.
+int64 signal_on_cluster(std::string_view event, std::optional<Datum> payload) {
+    require_schema_at_least("1.8", "wf_signal on a distributed pg_wf");
+    std::string name = sql_literal(event);
+    std::string value = jsonb_literal(payload);
+    run_through_citus(
+        "INSERT INTO wf.event AS e (name, payload, signalled_at)"
+        " VALUES (" + name + ", " + value + ", pg_catalog.now())"
+        " ON CONFLICT (name) DO UPDATE SET payload = excluded.payload,"
+        "                                  signalled_at = excluded.signalled_at");
+    int64 woken = 0;
+    for (const std::string& queue :
+         one_queue_per_group({"SELECT DISTINCT queue FROM wf.event_wait WHERE event = " + name}))
+        woken += call_in_group("_wake_event", queue, name + "::pg_catalog.text, " + value);
+    return woken;
 }
 
 // A running attempt's progress lives in its claim row (unlogged: no WAL per
@@ -133,10 +163,18 @@ WF_SQL_FUNCTION(wf_await_event) {
         // The row can vanish between the two statements (retention deletes
         // old events nobody waits for): then it is created again.
         std::optional<Rows> found;
-        for (int tries = 0; tries < 10 && !found; tries++) {
+        if (current_shard_group() != nullptr) {
+            Rows rows = read_event_copy.execute(e.values, e.nulls);
+            if (rows.size() == 1) found = rows;
+        }
+        for (int tries = 0; tries < 10 && !found && current_shard_group() == nullptr; tries++) {
             ensure_event.execute(e.values, e.nulls);
             Rows rows = read_event.execute(e.values, e.nulls);
             if (rows.size() == 1) found = rows;
+        }
+        if (!found && current_shard_group() != nullptr) {
+            park_as_waiting(token, event_datum, timeout);
+            return "waiting";
         }
         if (!found)
             throw core::Error("40001",
@@ -161,9 +199,23 @@ WF_SQL_FUNCTION(wf_signal) {
     std::string_view event = event_name_arg(fcinfo, 0, "event");
     if (!PG_ARGISNULL(1)) payload_arg(fcinfo, 1, "payload");
 
-    int64 woken = with_job_tables([&] {
+    int64 woken = with_job_tables_anywhere([&] {
         require_right(Capability::signal, event);
+        if (distributed()) return signal_on_cluster(event, optional_arg(fcinfo, 1));
         return signal_event(PG_GETARG_DATUM(0), optional_arg(fcinfo, 1));
+    });
+    PG_RETURN_INT32(static_cast<int32>(woken));
+}
+
+// wf._wake_event(queue, event, payload) -> int: on a distributed pg_wf, the
+// signal's wake-up in the shard group of `queue` (every queue of it),
+// called by signal_on_cluster.
+WF_SQL_FUNCTION(wf_group_wake_event) {
+    require_group_call_from_pg_wf("wf._wake_event");
+    queue_arg(fcinfo, 0);
+    event_name_arg(fcinfo, 1, "event");
+    int64 woken = with_queue_tables(PG_GETARG_DATUM(0), [&] {
+        return wake_waiting_jobs(PG_GETARG_DATUM(1), optional_arg(fcinfo, 2));
     });
     PG_RETURN_INT32(static_cast<int32>(woken));
 }

@@ -42,10 +42,19 @@ const char* const kByQueueFunctions[] = {
     "wf_cancel_where(text, bigint[], text, text[], int)",
     "wf_checkpoint(text, bigint, int, text, jsonb)",
     "wf_snooze(text, bigint, int, interval)",
+    "wf_await_event(text, bigint, int, text, interval)",
     "wf_progress(text, bigint, int, jsonb)",
     "wf_wait_job(text, bigint, interval)",
     "wf_configure_queue(text, int, interval, interval, interval, int, boolean, int, interval, int, "
     "int, boolean, boolean, interval, text)",
+};
+
+// pg_wf's own calls into one shard group (1.8, cluster_calls.hpp),
+// addressed by a queue of the group like the functions above.
+const char* const kGroupFunctions[] = {
+    "wf._wake_event(text, text, jsonb)",
+    "wf._fire_tick(text, jsonb, timestamptz, text)",
+    "wf._sweep_group(text)",
 };
 
 PreparedStatement extension_schema(
@@ -128,6 +137,12 @@ void distribute_all() {
         p.set(0, text_datum(schema + "." + function));
         delegate_by_queue.execute(p.values, p.nulls);
     }
+    if (schema_at_least("1.8"))
+        for (const char* function : kGroupFunctions) {
+            Params<1> p;
+            p.set(0, text_datum(function));
+            delegate_by_queue.execute(p.values, p.nulls);
+        }
     std::vector<std::string> grants;
     Rows granted = execute_grants.execute();
     for (uint64 r = 0; r < granted.size(); r++) grants.push_back(granted.text_at(r, "ddl"));

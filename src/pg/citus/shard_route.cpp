@@ -162,13 +162,6 @@ void lock_group_metadata(const ShardGroup* group) {
     });
 }
 
-// Whether this backend serves a Citus connection (a call Citus delegated
-// here): Citus names those "citus_internal gpid=...".
-bool delegated_by_citus() {
-    const char* name = call([] { return GetConfigOption("application_name", true, false); });
-    return name != nullptr && strncmp(name, "citus_internal", 14) == 0;
-}
-
 // The group to route to, locked and current: resolves, locks, and looks
 // again when Citus's metadata changed meanwhile.
 ShardGroup* locked_group(const std::function<int64()>& job_shard) {
@@ -210,6 +203,11 @@ bool distributed() {
 
 ShardGroup* current_shard_group() { return current; }
 
+bool delegated_by_citus() {
+    const char* name = call([] { return GetConfigOption("application_name", true, false); });
+    return name != nullptr && strncmp(name, "citus_internal", 14) == 0;
+}
+
 void release_route_lock() {
     if (current == nullptr) return;
     LOCKTAG tag = group_lock_tag(current);
@@ -235,8 +233,10 @@ void retake_route_lock() {
 PreparedStatement local_group_id(
     "SELECT groupid::bigint AS g FROM pg_catalog.pg_dist_local_group", {});
 
+bool on_coordinator() { return local_group_id.execute().int64_at(0, "g") == 0; }
+
 void require_coordinator(const char* what) {
-    if (local_group_id.execute().int64_at(0, "g") == 0) return;
+    if (on_coordinator()) return;
     throw core::Error("0A000", std::string(what) + " must run on the Citus coordinator", {},
                       "Connect to the coordinator and call it there.");
 }
@@ -246,8 +246,9 @@ void refuse_if_distributed() {
     throw core::Error("0A000", "this pg_wf function is not supported on a distributed pg_wf yet",
                       "A distributed pg_wf serves the calls addressed to one queue (enqueue, claim, "
                       "heartbeat, complete, fail, checkpoint, snooze, retry, cancel, "
-                      "wf_configure_queue) and grants; workflows, events, schedules and wf_sweep "
-                      "are not distributed yet.",
+                      "wf_configure_queue), grants, events, schedules and wf_sweep; workflows "
+                      "and dependencies between queues of different shard groups are not "
+                      "distributed yet.",
                       "README, \"Scaling out\".");
 }
 

@@ -62,9 +62,14 @@ void refuse_if_distributed();
 // Refuses (0A000) unless this is the Citus coordinator (where wf_distribute
 // runs, and whose role OIDs the grants record). Inside SPI, Citus present.
 void require_coordinator(const char* what);
+bool on_coordinator();
 
 // The group the current statements are routed to, or nullptr.
 ShardGroup* current_shard_group();
+
+// Whether this backend serves a Citus connection (a call Citus delegated
+// here, a query on a shard): Citus names those "citus_internal gpid=...".
+bool delegated_by_citus();
 
 // A call that waits long (a claim with `wait`) lets go of Citus's lock on
 // the group's metadata while it sleeps, so that a shard move waits for no

@@ -351,6 +351,34 @@ PreparedStatement wake_timed_out_jobs(
     " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
     {TIMESTAMPTZOID});
 
+// On a distributed pg_wf: the waits of one shard group whose event was
+// signalled (the group's copy of wf.event says so) -- a wait that committed
+// after the signal looked for waiters (steps.cpp). As timeouts, a job
+// another transaction holds is woken at a later pass.
+PreparedStatement wake_signalled_waits(
+    "WITH due AS ("
+    "  SELECT w.queue, w.id FROM wf.event_wait w JOIN wf.event e ON e.name = w.event"
+    "   WHERE e.signalled_at IS NOT NULL),"
+    " free AS ("
+    "  SELECT j.queue, j.id FROM due JOIN wf.job j ON j.queue = due.queue AND j.id = due.id"
+    "     FOR NO KEY UPDATE OF j SKIP LOCKED),"
+    " woken_waits AS ("
+    "  DELETE FROM wf.event_wait w USING free f"
+    "   WHERE w.queue = f.queue AND w.id = f.id"
+    "  RETURNING w.queue, w.id, w.attempt, w.event),"
+    " woken AS ("
+    "  UPDATE wf.job j SET status = 'pending', run_at = $1,"
+    "         events = coalesce(j.events, '{}') || jsonb_build_object(w.event,"
+    "           jsonb_build_object('status', 'signalled', 'payload',"
+    "                              (SELECT e.payload FROM wf.event e WHERE e.name = w.event)))"
+    "    FROM woken_waits w"
+    "   WHERE j.queue = w.queue AND j.id = w.id AND j.attempt = w.attempt"
+    "     AND j.status = 'waiting'"
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version),"
+    WF_SQL_ENTER_READY("woken", "")
+    " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
+    {TIMESTAMPTZOID});
+
 // Every await and signal of an event goes through its row (steps.cpp).
 PreparedStatement record_signal(
     "INSERT INTO wf.event AS e (name, payload, signalled_at) VALUES ($1, $2, now())"
@@ -1053,6 +1081,16 @@ int64 wake_waiting_jobs(std::optional<Datum> event, std::optional<Datum> payload
     t.set(0, p.values[2]);
     Rows woken = event ? wake_parked_jobs.execute(p.values, p.nulls)
                        : wake_timed_out_jobs.execute(t.values, t.nulls);
+    note_ready_queues(woken);
+    int64 jobs = 0;
+    for (uint64 r = 0; r < woken.size(); r++) jobs += woken.int64_at(r, "jobs");
+    return jobs;
+}
+
+int64 wake_signalled_jobs() {
+    Params<1> p;
+    p.set(0, clock_now());
+    Rows woken = wake_signalled_waits.execute(p.values, p.nulls);
     note_ready_queues(woken);
     int64 jobs = 0;
     for (uint64 r = 0; r < woken.size(); r++) jobs += woken.int64_at(r, "jobs");

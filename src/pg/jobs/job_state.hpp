@@ -236,6 +236,10 @@ int64 wake_waiting_jobs(std::optional<Datum> event, std::optional<Datum> payload
 // wf_signal: the signal is recorded (kept: a job that awaits the event
 // later goes on at once) and the jobs waiting on it are woken; their count.
 int64 signal_event(Datum event, std::optional<Datum> payload);
+// On a distributed pg_wf, in one shard group: wakes the jobs whose event
+// the group's copy of wf.event has signalled (a wait that came in after the
+// signal's own wake-up looked for it).
+int64 wake_signalled_jobs();
 
 // ---- recover: running -> pending, or failed when spent ----
 // Owner keys of the sessions that hold claims.

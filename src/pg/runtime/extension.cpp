@@ -130,6 +130,20 @@ std::string schema_refusal() {
     return {};
 }
 
+bool schema_at_least(const char* version) {
+    char* installed = call([] { return installed_version(); });
+    bool at_least = installed != nullptr && parse_version(installed) >= parse_version(version);
+    if (installed != nullptr) call([&] { pfree(installed); });
+    return at_least;
+}
+
+void require_schema_at_least(const char* version, const char* what) {
+    if (schema_at_least(version)) return;
+    throw core::Error("55000", std::string(what) + " needs pg_wf's SQL objects at version " + version,
+                      {}, "Run ALTER EXTENSION pg_wf UPDATE (on a distributed pg_wf: on the "
+                          "coordinator, then SELECT wf_distribute()).");
+}
+
 void require_current_schema() {
     switch (read_schema_state()) {
         case SchemaState::current:

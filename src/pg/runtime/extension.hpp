@@ -4,14 +4,16 @@
 
 #include "pg/base/postgres.hpp"
 
-// The versions of the extension's SQL objects this library can serve. 1.6
+// The versions of the extension's SQL objects this library can serve. 1.8
+// added the calls a distributed pg_wf makes into one shard group; 1.7 made
+// pg_wf distributable (Citus); 1.6
 // added child workflows, versions, result waits, fan-out and progress; 1.5
 // added the columns of flow control, which its statements name; 1.4 pinned
 // every function's search_path and guards pg_wf's tables: an older
 // schema is refused until ALTER EXTENSION pg_wf UPDATE, since its functions
 // could be made to run planted code.
 #define WF_OLDEST_SCHEMA_VERSION "1.6"
-#define WF_SCHEMA_VERSION "1.7"
+#define WF_SCHEMA_VERSION "1.8"
 
 namespace wf::pg {
 
@@ -34,5 +36,10 @@ Oid schema_owner();
 // has run, every function refuses: a 1.1 claim is a job row that this
 // library no longer reads.
 void require_current_schema();
+
+// Whether the installed SQL objects are at least `version` (a library
+// serves older ones too, without what they lack); 55000 if not, for `what`.
+bool schema_at_least(const char* version);
+void require_schema_at_least(const char* version, const char* what);
 
 }  // namespace wf::pg

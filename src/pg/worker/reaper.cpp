@@ -8,6 +8,7 @@
 
 #include "pg/api/frame.hpp"
 #include "pg/api/schedule.hpp"
+#include "pg/citus/cluster_calls.hpp"
 #include "pg/citus/ownership.hpp"
 #include "pg/citus/shard_route.hpp"
 #include "pg/jobs/children.hpp"
@@ -48,18 +49,56 @@ int64 sweep_database() {
 
 using namespace wf::pg;
 
+namespace {
+
+// wf_sweep's passes in one shard group, or on one server.
+int64 sweep_here() {
+    int64 n = sweep_database();
+    // The background worker's other duties, for a server without it.
+    settle_release_debts();
+    wake_waiting_jobs(std::nullopt, std::nullopt);
+    if (current_shard_group() != nullptr) wake_signalled_jobs();
+    return n;
+}
+
+// On a distributed pg_wf: every shard group with something to sweep (a
+// claim, a wait, a release owed, a job with a start_by deadline passed),
+// each on its node; and the due schedules, on the coordinator.
+int64 sweep_cluster() {
+    require_schema_at_least("1.8", "wf_sweep on a distributed pg_wf");
+    std::string now = timestamptz_literal(TimestampTzGetDatum(GetCurrentTimestamp()));
+    int64 recovered = 0;
+    for (const std::string& queue : one_queue_per_group({
+             "SELECT DISTINCT queue FROM wf.claim WHERE queue <> ''",
+             "SELECT DISTINCT queue FROM wf.event_wait",
+             "SELECT DISTINCT child_queue AS queue FROM wf.release_debt",
+             "SELECT DISTINCT queue FROM wf.job WHERE start_by <= " + now + " AND status = 'pending'"}))
+        recovered += call_in_group("_sweep_group", queue, "");
+    fire_due_schedules();
+    return recovered;
+}
+
+}  // namespace
+
 // wf_sweep() -> int: one reaper pass by hand (recovery, event timeouts,
 // due schedules); returns the jobs recovered.
 WF_SQL_FUNCTION(wf_sweep) {
-    int64 recovered = with_job_tables([] {
+    int64 recovered = with_job_tables_anywhere([] {
         require_right(Capability::administer, "*");
-        int64 n = sweep_database();
-        // The background worker's other duties, for a server without it.
-        settle_release_debts();
-        wake_waiting_jobs(std::nullopt, std::nullopt);
+        if (distributed()) return sweep_cluster();
+        int64 n = sweep_here();
         fire_due_schedules();
         return n;
     });
+    PG_RETURN_INT32(static_cast<int32>(recovered));
+}
+
+// wf._sweep_group(queue) -> int: wf_sweep in the shard group of `queue`, on
+// a distributed pg_wf (called by sweep_cluster).
+WF_SQL_FUNCTION(wf_group_sweep) {
+    require_group_call_from_pg_wf("wf._sweep_group");
+    queue_arg(fcinfo, 0);
+    int64 recovered = with_queue_tables(PG_GETARG_DATUM(0), [] { return sweep_here(); });
     PG_RETURN_INT32(static_cast<int32>(recovered));
 }
 

@@ -2,7 +2,10 @@
 // with what they leave behind elsewhere. Run by the background worker.
 #include "pg/worker/retention.hpp"
 
+#include <set>
+
 #include "pg/base/spi.hpp"
+#include "pg/citus/cluster_calls.hpp"
 #include "pg/citus/shard_route.hpp"
 
 namespace wf::pg {
@@ -100,6 +103,32 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
         (in_group ? expire_group_leftovers : expire_leftovers).execute(l.values, l.nulls);
     }
     return deleted;
+}
+
+int64 expire_cluster_events(int keep_seconds, int batch) {
+    std::string cutoff = timestamptz_literal(
+        TimestampTzGetDatum(GetCurrentTimestamp() - int64{keep_seconds} * USECS_PER_SEC));
+    std::string old = "coalesce(signalled_at, created_at) < " + cutoff;
+    Rows candidates = run_through_citus("SELECT name FROM wf.event WHERE " + old +
+                                        " ORDER BY name LIMIT " + std::to_string(batch));
+    if (candidates.empty()) return 0;
+    auto array_of = [](const Rows& rows, const std::set<std::string>& without) {
+        std::string names;
+        for (uint64 r = 0; r < rows.size(); r++)
+            if (!without.count(rows.text_at(r, "name")))
+                names += (names.empty() ? "" : ", ") + sql_literal(rows.text_at(r, "name"));
+        return "ARRAY[" + names + "]::pg_catalog.text[]";
+    };
+    Rows waited = run_through_citus("SELECT DISTINCT event AS name FROM wf.event_wait WHERE event = ANY (" +
+                                    array_of(candidates, {}) + ")");
+    std::set<std::string> waited_for;
+    for (uint64 r = 0; r < waited.size(); r++) waited_for.insert(waited.text_at(r, "name"));
+    if (waited_for.size() == candidates.size()) return 0;
+    // A wait that comes in after this read waits for a new signal.
+    Rows deleted = run_through_citus("DELETE FROM wf.event WHERE name = ANY (" +
+                                     array_of(candidates, waited_for) + ") AND " + old +
+                                     " RETURNING name");
+    return static_cast<int64>(deleted.size());
 }
 
 }  // namespace wf::pg

@@ -393,8 +393,7 @@ void settle_group_releases(int64 shard) {
 }
 
 // The passes of run_full_pass for each local shard group, and the
-// releases completions left. Cron is not served on a distributed pg_wf
-// (README, "Scaling out"): its schedules are refused.
+// releases completions left.
 void run_group_passes(const std::vector<int64>& shards) {
     std::map<int64, LocalGroup> seen;
     int64 recovered = 0;
@@ -406,8 +405,12 @@ void run_group_passes(const std::vector<int64>& shards) {
             recovered += sweep_database();
             group.ready_name = "ready" + current_shard_group()->ready_suffix;
         });
-        run_group_pass("pg_wf timeouts", shard,
-                       [] { wake_waiting_jobs(std::nullopt, std::nullopt); });
+        // Timeouts, and waits whose event was signalled while they were
+        // coming in (steps.cpp, read_event_copy).
+        run_group_pass("pg_wf timeouts", shard, [] {
+            wake_waiting_jobs(std::nullopt, std::nullopt);
+            wake_signalled_jobs();
+        });
         retention_pass(&group.retention_cursor, shard);
         settle_group_releases(shard);
         if (!group.ready_name.empty())
@@ -446,6 +449,14 @@ void run_full_pass() {
     served_distributed = citus;
     if (citus) {
         run_group_passes(shards);
+        // Schedules fire once cluster-wide: the coordinator's worker fires
+        // them (fire_due_schedules does nothing on the other nodes).
+        run_pass("pg_wf cron", [] { fire_due_schedules(); });
+        // And the events retention leaves behind, in every node's copy.
+        if (retention_seconds >= 0)
+            run_pass("pg_wf retention", [] {
+                if (on_coordinator()) expire_cluster_events(retention_seconds, kRetentionBatch);
+            });
         return;
     }
     int64 recovered = 0;

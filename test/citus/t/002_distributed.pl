@@ -32,7 +32,7 @@ is($q->("SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'w
 	'6', 'six reference tables');
 is($q->("SELECT count(*) FROM pg_dist_object o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid"
 	  . " WHERE p.proname LIKE 'wf\\_%' AND o.force_delegation"),
-	'17', 'seventeen functions delegated by queue');
+	'18', 'eighteen functions delegated by queue');
 
 # Queues whose shards are on different workers.
 my %node_of;
@@ -140,8 +140,9 @@ is($q->("SELECT count(DISTINCT queue) FROM wf.queue_stats WHERE queue IN ('$qa',
 my ($ret, $out, $err) = $coord->psql('postgres',
 	"SELECT wf_submit('{\"steps\":[{\"name\":\"a\",\"queue\":\"$qa\"}]}')");
 like($err, qr/not supported on a distributed pg_wf/, 'wf_submit refused');
-($ret, $out, $err) = $coord->psql('postgres', "SELECT wf_signal('e', '{}')");
-like($err, qr/not supported on a distributed pg_wf/, 'wf_signal refused');
+($ret, $out, $err) = $coord->psql('postgres',
+	"SELECT wf_signal_with_start('{\"key\":\"k\",\"steps\":[{\"name\":\"a\",\"queue\":\"$qa\"}]}', 'e')");
+like($err, qr/not supported on a distributed pg_wf/, 'wf_signal_with_start refused');
 ($ret, $out, $err) = $coord->psql('postgres', "SELECT wf_enqueue('$qa', '{}'), wf_enqueue('$qb', '{}')");
 like($err, qr/is served by another node/, 'a call Citus cannot delegate is refused, not run elsewhere');
 ($ret, $out, $err) = $coord->psql('postgres', "SELECT wf_enqueue('$qa', '{}', workflow_id => gen_random_uuid())");
