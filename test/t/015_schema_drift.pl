@@ -379,7 +379,7 @@ like($fresh->{'rows of table wf.claim'}, qr/"owner_session": 0/, 'fresh: the sen
 is_deeply([ sort keys %{ $fresh->{'extension pg_wf'}{dumped} } ],
 	[ sort('wf."grant"', map { "wf.$_" } qw(job job_id_seq ready dependency queue_config
 		  release_debt workflow checkpoint event event_wait schedule dedup ordered_group
-		  workflow_key child)) ],
+		  workflow_key child remote_dependent remote_input outbox outbox_id_seq)) ],
 	'fresh: the dumped tables are seen');
 ok(!grep({ /^column wf\.job\.owner_pid$/ } keys %$fresh), 'fresh: wf.job has no owner_pid');
 ok(exists $fresh->{'column wf.claim.owner_pid'}, 'fresh: wf.claim has owner_pid');

@@ -2,6 +2,8 @@
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "pg/api/frame.hpp"
+#include "pg/citus/cluster_calls.hpp"
+#include "pg/jobs/remote_dependencies.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/api/queue_settings.hpp"
 
@@ -120,20 +122,27 @@ WF_SQL_FUNCTION(wf_enqueue) {
         // produce in their queues too.
         for (const std::string& parent_queue : deps.queues)
             require_right(Capability::produce, parent_queue);
+        // Dependencies in other shard groups (a distributed pg_wf) count
+        // as unfinished until the worker has asked them.
+        int32 remote = static_cast<int32>(deps.remote.size());
         if (deps.failed) {
             job.status = "cancelled";
             job.last_error = "dependency job " + std::to_string(deps.failed) +
                              (deps.failed_was_cancelled ? " was cancelled" : " failed");
             job.cancelled_by = deps.failed;
             // It counts all of them, as wf_retry would recount them.
-            job.pending_deps = static_cast<int32>(deps.not_done.size());
-        } else if (!deps.unfinished.empty()) {
+            job.pending_deps = static_cast<int32>(deps.not_done.size()) + remote;
+        } else if (!deps.unfinished.empty() || remote > 0) {
             job.status = "blocked";
-            job.pending_deps = static_cast<int32>(deps.unfinished.size());
+            job.pending_deps = static_cast<int32>(deps.unfinished.size()) + remote;
         }
         job.max_attempts = PG_ARGISNULL(4) ? settings.max_attempts : PG_GETARG_INT32(4);
         if (std::optional<int64> id = insert_job(job)) {
             add_dependency_edges(deps.not_done, job.queue, *id);
+            add_dependency_edges(deps.remote, job.queue, *id);
+            if (!deps.failed)
+                note_subscription(job.queue, *id, deps.remote,
+                                  call([] { return GetUserNameFromId(RunAsOwner::caller(), false); }));
             if (job.dedup_key) hold_dedup_key(job.queue, *job.dedup_key, *id);
             return *id;
         }
@@ -227,4 +236,47 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
     });
     return_ids(fcinfo, ids);
     return 0;
+}
+
+// ---- dependencies between shard groups (remote_dependencies.hpp) ----
+
+// wf._subscribe(queue, parent_id, child_queue, child_id) -> text: in the
+// parent's group, on a distributed pg_wf (called by the relay).
+WF_SQL_FUNCTION(wf_group_subscribe) {
+    require_group_call_from_pg_wf("wf._subscribe");
+    queue_arg(fcinfo, 0);
+    int64 parent = int64_arg(fcinfo, 1, "parent_id");
+    queue_arg(fcinfo, 2);
+    int64 child = int64_arg(fcinfo, 3, "child_id");
+    std::string status = with_queue_tables(PG_GETARG_DATUM(0), [&] {
+        return subscribe_to_parent(PG_GETARG_DATUM(0), parent, PG_GETARG_DATUM(2), child);
+    });
+    PG_RETURN_DATUM(text_datum(status));
+}
+
+// wf._parent_ended(queue, parent_id, status, result, name, children) -> int:
+// in the children's group, on a distributed pg_wf (called by the relay).
+WF_SQL_FUNCTION(wf_group_parent_ended) {
+    require_group_call_from_pg_wf("wf._parent_ended");
+    queue_arg(fcinfo, 0);
+    int64 parent = int64_arg(fcinfo, 1, "parent_id");
+    std::string status(text_arg(fcinfo, 2, "status"));
+    if (status != "done" && status != "failed" && status != "cancelled" && status != "missing" &&
+        status != "forbidden")
+        throw core::Error(core::sqlstate::invalid_parameter, "status \"" + status + "\" is not an end");
+    text_arg(fcinfo, 4, "name");
+    core::require_not_null(PG_ARGISNULL(5), "children");
+    Datum children_datum = PG_GETARG_DATUM(5);
+    ArrayType* array = call([&] { return DatumGetArrayTypeP(children_datum); });
+    int count = 0;
+    Datum* elements = nullptr;
+    bool* nulls = nullptr;
+    call([&] { deconstruct_array(array, INT8OID, 8, true, 'd', &elements, &nulls, &count); });
+    std::vector<int64> children;
+    for (int i = 0; i < count; i++)
+        if (!nulls[i]) children.push_back(DatumGetInt64(elements[i]));
+    int64 changed = with_queue_tables(PG_GETARG_DATUM(0), [&] {
+        return deliver_parent_end(parent, status, optional_arg(fcinfo, 3), PG_GETARG_DATUM(4), children);
+    });
+    PG_RETURN_INT32(static_cast<int32>(changed));
 }

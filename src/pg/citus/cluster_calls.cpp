@@ -111,16 +111,34 @@ std::vector<std::string> one_queue_per_group(const std::vector<std::string>& que
     return one_each;
 }
 
-int64 call_in_group(const char* function, const std::string& queue, const std::string& arguments) {
+namespace {
+Rows call_in_group_rows(const char* function, const std::string& queue, const std::string& arguments) {
     // FROM, not a plain SELECT: Citus sends a call made inside a function
     // only in this form, and only with the queue as a constant.
-    Rows rows = run_through_citus(std::string("SELECT r FROM wf.") + function + "(" +
-                                  sql_literal(queue) + "::pg_catalog.text" +
-                                  (arguments.empty() ? "" : ", " + arguments) + ") AS r");
+    return run_through_citus(std::string("SELECT r FROM wf.") + function + "(" + sql_literal(queue) +
+                             "::pg_catalog.text" + (arguments.empty() ? "" : ", " + arguments) +
+                             ") AS r");
+}
+}  // namespace
+
+int64 call_in_group(const char* function, const std::string& queue, const std::string& arguments) {
+    Rows rows = call_in_group_rows(function, queue, arguments);
     if (rows.size() != 1 || rows.is_null(0, "r")) return 0;
     Datum value = rows.datum(0, "r");
     Oid type = call([&] { return SPI_gettypeid(rows.table()->tupdesc, 1); });
     return type == INT8OID ? DatumGetInt64(value) : DatumGetInt32(value);
+}
+
+std::string call_in_group_text(const char* function, const std::string& queue,
+                               const std::string& arguments) {
+    Rows rows = call_in_group_rows(function, queue, arguments);
+    return rows.size() == 1 ? rows.text_at(0, "r") : std::string();
+}
+
+std::string int8_array_literal(const std::vector<int64>& ids) {
+    std::string list;
+    for (int64 id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+    return "ARRAY[" + list + "]::pg_catalog.int8[]";
 }
 
 void require_group_call_from_pg_wf(const char* function) {

@@ -46,6 +46,12 @@ std::vector<std::string> one_queue_per_group(const std::vector<std::string>& que
 // the queue -- on the node holding the queue's shard group; returns its
 // bigint/int result (0 for NULL).
 int64 call_in_group(const char* function, const std::string& queue, const std::string& arguments);
+// The same for a function returning text ("" for NULL).
+std::string call_in_group_text(const char* function, const std::string& queue,
+                               const std::string& arguments);
+
+// A bigint[] literal of `ids`.
+std::string int8_array_literal(const std::vector<int64>& ids);
 
 // Refuses (42501) a caller of a group function who is not a superuser:
 // only pg_wf calls them (through call_in_group).

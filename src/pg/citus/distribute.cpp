@@ -21,6 +21,9 @@ const ByQueue kByQueue[] = {{"queue_config", "queue"},     {"job", "queue"},
                             {"checkpoint", "queue"},       {"dedup", "queue"},
                             {"ordered_group", "queue"},    {"event_wait", "queue"},
                             {"dependency", "child_queue"}, {"release_debt", "child_queue"}};
+// Since 1.8: dependencies between shard groups (remote_dependencies.hpp).
+const ByQueue kByQueueSince18[] = {{"remote_dependent", "parent_queue"},
+                                   {"remote_input", "child_queue"}};
 // A copy on every node: what is not one queue's.
 const char* const kReplicated[] = {"workflow", "workflow_key", "child", "event", "schedule", "grant"};
 // The functions addressed by queue (their first argument): Citus sends each
@@ -55,6 +58,8 @@ const char* const kGroupFunctions[] = {
     "wf._wake_event(text, text, jsonb)",
     "wf._fire_tick(text, jsonb, timestamptz, text)",
     "wf._sweep_group(text)",
+    "wf._subscribe(text, bigint, text, bigint)",
+    "wf._parent_ended(text, bigint, text, jsonb, text, bigint[])",
 };
 
 PreparedStatement extension_schema(
@@ -122,6 +127,16 @@ void distribute_all() {
         p.set(2, text_datum(t.column));
         distribute_by_queue.execute(p.values, p.nulls);
     }
+    if (schema_at_least("1.8"))
+        for (const ByQueue& t : kByQueueSince18) {
+            std::string name = std::string("wf.") + t.table;
+            if (is_distributed_text(name)) continue;
+            Params<3> p;
+            p.set(0, text_datum(name));
+            p.set(1, text_datum("wf.queue_config"));
+            p.set(2, text_datum(t.column));
+            distribute_by_queue.execute(p.values, p.nulls);
+        }
     if (!is_distributed_text("wf.grant")) refresh_grantee_names.execute();
     for (const char* table : kReplicated) {
         std::string name = std::string("wf.") + table;

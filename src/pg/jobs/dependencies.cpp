@@ -5,6 +5,8 @@
 #include "pg/jobs/dependencies.hpp"
 
 #include "pg/jobs/children.hpp"
+#include "pg/jobs/remote_dependencies.hpp"
+#include "pg/citus/shard_route.hpp"
 
 #include "core/error.hpp"
 #include "pg/jobs/job_state.hpp"
@@ -42,6 +44,15 @@ PreparedStatement insert_edges(
     " ORDER BY c.queue, c.id FOR NO KEY UPDATE" WAIT
 
 PreparedStatement lock_children(WF_LOCK_CHILDREN_SQL(""), {INT8ARRAYOID});
+
+// Of them, those in $2 only.
+PreparedStatement lock_given_children(
+    "SELECT c.id FROM wf.job c"
+    " WHERE c.id = ANY (ARRAY(SELECT d.child_id FROM wf.dependency d"
+    "                         WHERE d.parent_id = ANY ($1) AND d.child_id = ANY ($2)))"
+    "   AND c.status = 'blocked'"
+    " ORDER BY c.queue, c.id FOR NO KEY UPDATE",
+    {INT8ARRAYOID, INT8ARRAYOID});
 
 // With the background worker running, a child another transaction holds
 // is skipped, and its release left to the worker (below).
@@ -111,10 +122,12 @@ PreparedStatement cancel_descendants(
     "    SELECT d.child_queue, d.child_id FROM below JOIN wf.dependency d ON d.parent_id = below.id)"
     " UPDATE wf.job j SET status = 'cancelled', finished_at = now(), cancelled_by = $3,"
     // The reason names the root: a workflow step by its name.
-    "        last_error = (SELECT CASE WHEN r.step_name IS NOT NULL"
+    "        last_error = coalesce((SELECT CASE WHEN r.step_name IS NOT NULL"
     "                                  THEN format('step \"%s\" (job %s) %s', r.step_name, r.id, $2)"
     "                                  ELSE format('dependency job %s %s', r.id, $2) END"
-    "                        FROM wf.job r WHERE r.id = $3)"
+    "                        FROM wf.job r WHERE r.id = $3),"
+    // A root in another shard group (a distributed pg_wf) is not here.
+    "                       format('dependency job %s %s', $3, $2))"
     "   FROM below WHERE j.queue = below.queue AND j.id = below.id AND j.status = 'blocked'"
     " RETURNING j.queue, j.id, j.status, j.workflow_id, j.child_of",
     {INT8ARRAYOID, TEXTOID, INT8OID});
@@ -200,11 +213,17 @@ DependencyState lock_dependencies(const std::vector<int64>& ids) {
             state.unfinished.push_back(id);
         }
     }
+    bool in_group = current_shard_group() != nullptr;
     for (int64 id : ids)
-        if (!std::binary_search(found.begin(), found.end(), id))
+        if (!std::binary_search(found.begin(), found.end(), id)) {
+            if (in_group) {
+                state.remote.push_back(id);
+                continue;
+            }
             throw core::Error(core::sqlstate::foreign_key_violation,
                               "dependency job " + std::to_string(id) + " does not exist",
                               "depends_on names job ids returned by wf_enqueue.");
+        }
     if (!state.not_done.empty()) {
         p.set(0, int8_array(state.not_done));
         flag_parents.execute(p.values, p.nulls);
@@ -243,13 +262,18 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
             if (rows.empty()) break;
             cancelled += rows.size();
             jobs_ended(rows);
+            if (current_shard_group() != nullptr) note_remote_dependents(rows.int64_column("id"));
         }
     }
+    // Their dependents in other shard groups (a distributed pg_wf).
+    if (current_shard_group() != nullptr) note_remote_dependents(job_ids);
     return cancelled;
 }
 
 void release_dependents(const std::vector<int64>& job_ids) {
     if (job_ids.empty()) return;
+    // Their dependents in other shard groups (a distributed pg_wf).
+    if (current_shard_group() != nullptr) note_remote_dependents(job_ids);
     Params<2> p;
     p.set(0, int8_array(job_ids));
     // A child shared with another parent completing at the same moment is
@@ -267,6 +291,15 @@ void release_dependents(const std::vector<int64>& job_ids) {
     p.set(1, int8_array(held));
     if (!held.empty()) note_released(release_children.execute(p.values, p.nulls));
     if (!defer_releases.execute(p.values, p.nulls).empty()) note_releases_deferred();
+}
+
+void release_children_of(int64 parent, const std::vector<int64>& children) {
+    if (children.empty()) return;
+    Params<2> p;
+    p.set(0, int8_array({parent}));
+    p.set(1, int8_array(children));
+    lock_given_children.execute(p.values, p.nulls);
+    note_released(release_children.execute(p.values, p.nulls));
 }
 
 int64 settle_release_debts(bool* debts_left) {

@@ -18,9 +18,14 @@ struct DependencyState {
     // wf_retry of a failed one must find and release this job later.
     std::vector<int64> not_done;
     std::vector<std::string> queues;  // of all of them, each once
+    // On a distributed pg_wf, the ids not in this shard group: each is
+    // looked up, and the job subscribed to it, by the node's worker
+    // (remote_dependencies.hpp).
+    std::vector<int64> remote;
 };
 // Locks and reads `ids` (sorted, unique); 23503 names one that does not
-// exist. Flags the unfinished ones as having dependents.
+// exist (on a distributed pg_wf: that is not in this shard group, `remote`).
+// Flags the unfinished ones as having dependents.
 DependencyState lock_dependencies(const std::vector<int64>& ids);
 // Records that job (child_queue, child_id) depends on `parents`.
 void add_dependency_edges(const std::vector<int64>& parents, Datum child_queue, int64 child_id);
@@ -37,6 +42,10 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
 // parent's completion) is left to the background worker, when it runs,
 // as a row in wf.release_debt.
 void release_dependents(const std::vector<int64>& job_ids);
+
+// Releases `children` (their edge from `parent` only), locked in order,
+// waiting for them: a dependency in another shard group that ended.
+void release_children_of(int64 parent, const std::vector<int64>& children);
 
 // The worker's side: applies the releases left in wf.release_debt to the
 // children no other transaction holds. Returns the children updated;

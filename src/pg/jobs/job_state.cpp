@@ -10,8 +10,10 @@
 #include "pg/jobs/children.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/ready_set.hpp"
+#include "pg/jobs/remote_dependencies.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/ownership.hpp"
+#include "pg/runtime/run_as.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 extern "C" {
@@ -114,7 +116,7 @@ PreparedStatement insert_batch(
 // jobs. The job row is only read: removing the ready row is all a claim
 // writes to WAL. The queue is named in every reference to a job table, so
 // the statement can be routed by queue.
-#define WF_CLAIM_SQL \
+#define WF_CLAIM_SQL(INPUTS) \
     "WITH picked AS (" \
     "  SELECT * FROM unnest($7::bigint[], $8::int[], $9::timestamptz[]) AS p(id, priority, run_at))," \
     /* A ready row's key is its job's own priority and run_at; a row that */ \
@@ -153,10 +155,7 @@ PreparedStatement insert_batch(
     " SELECT j.id, o.attempt, j.queue, j.payload, j.workflow_id, j.step_name, j.priority," \
     "        j.max_attempts, j.idempotency_key," \
     /* The results of the jobs it depended on, keyed by step name (or id). */ \
-    "        CASE WHEN j.depends_on IS NOT NULL THEN" \
-    "          (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text)," \
-    "                                   coalesce(p.result, 'null'))" \
-    "             FROM wf.job p WHERE p.id = ANY (j.depends_on)) END AS inputs," \
+    "        CASE WHEN j.depends_on IS NOT NULL THEN" INPUTS " END AS inputs," \
     "        o.lease_expires_at," \
     /* Checkpoints of earlier attempts (a first claim has none to look for). */ \
     "        CASE WHEN o.attempt > 1 THEN" \
@@ -167,7 +166,21 @@ PreparedStatement insert_batch(
 #define WF_CLAIM_TYPES \
     {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID, INT8ARRAYOID, \
      INT4ARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID}
-PreparedStatement claim_statement(WF_CLAIM_SQL, WF_CLAIM_TYPES);
+#define WF_SQL_LOCAL_INPUTS \
+    " (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text), coalesce(p.result, 'null'))" \
+    "    FROM wf.job p WHERE p.id = ANY (j.depends_on))"
+PreparedStatement claim_statement(WF_CLAIM_SQL(WF_SQL_LOCAL_INPUTS), WF_CLAIM_TYPES);
+// On a distributed pg_wf, the results of dependencies in other shard
+// groups too, delivered to this one (remote_dependencies.hpp).
+PreparedStatement claim_statement_in_group(
+    WF_CLAIM_SQL(
+        " (SELECT jsonb_object_agg(i.name, i.result) FROM ("
+        "    SELECT coalesce(p.step_name, p.id::text) AS name, coalesce(p.result, 'null') AS result"
+        "      FROM wf.job p WHERE p.id = ANY (j.depends_on)"
+        "    UNION ALL"
+        "    SELECT r.name, coalesce(r.result, 'null') FROM wf.remote_input r"
+        "     WHERE r.child_queue = j.queue AND r.child_id = j.id) AS i)"),
+    WF_CLAIM_TYPES);
 
 PreparedStatement count_running_statement(
     "SELECT count(*) AS running FROM wf.claim c JOIN wf.job j ON j.queue = $1 AND j.id = c.id"
@@ -571,8 +584,8 @@ PreparedStatement dead_dependency(
 PreparedStatement retry_statement(
     "WITH retried AS ("
     " UPDATE wf.job j"
-    "   SET status = CASE WHEN u.unfinished > 0 THEN 'blocked' ELSE 'pending' END,"
-    "       pending_deps = u.unfinished, max_attempts = j.attempt + j.attempt_budget,"
+    "   SET status = CASE WHEN u.unfinished + $3 > 0 THEN 'blocked' ELSE 'pending' END,"
+    "       pending_deps = u.unfinished + $3, max_attempts = j.attempt + j.attempt_budget,"
     "       run_at = now(), finished_at = NULL, cancelled_by = NULL, cancel_requested = false"
     "  FROM (SELECT count(*) FILTER (WHERE p.status <> 'done') AS unfinished"
     "          FROM wf.job p, wf.job me"
@@ -582,7 +595,7 @@ PreparedStatement retry_statement(
     WF_SQL_FORGIVE_DEBTS("retried") ","
     WF_SQL_ENTER_READY("retried", WF_SQL_IF_PENDING)
     " SELECT status FROM retried",
-    {TEXTOID, INT8OID});
+    {TEXTOID, INT8OID, INT4OID});
 
 // Cancelling a workflow. Its unfinished steps are locked first, in
 // (queue, id) order as completions lock the children they release: none of
@@ -897,7 +910,8 @@ std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int lim
     p.set(8, datum_array(run_ats, no_nulls, TIMESTAMPTZOID));
     p.set_or_null(9, !owner.max_run_time,
                   owner.max_run_time ? IntervalPGetDatum(&*owner.max_run_time) : 0);
-    Rows claimed = claim_statement.execute(p.values, p.nulls);
+    Rows claimed = (current_shard_group() != nullptr ? claim_statement_in_group : claim_statement)
+                       .execute(p.values, p.nulls);
     if (claimed.empty()) {
         // An empty claim in a long wait: nothing to keep until SPI_finish.
         claimed.free();
@@ -1186,9 +1200,19 @@ bool retry_job(Datum queue, int64 id) {
                           "Retried alone, it would wait for a job that does not run again.",
                           "Retry job " + parent + ": the jobs its failure cancelled come back with it.");
     }
-    Rows retried = retry_statement.execute(p.values, p.nulls);
+    // On a distributed pg_wf, its dependencies in other shard groups count
+    // as unfinished, and are asked again (remote_dependencies.hpp).
+    std::vector<int64> remote;
+    if (current_shard_group() != nullptr) remote = remote_dependencies_of(queue, id);
+    Params<3> r;
+    r.set(0, queue);
+    r.set(1, Int64GetDatum(id));
+    r.set(2, Int32GetDatum(static_cast<int32>(remote.size())));
+    Rows retried = retry_statement.execute(r.values, r.nulls);
     if (retried.size() != 1) return false;
     if (retried.text_at(0, "status") == "pending") note_queue_ready(text_view(queue));
+    if (!remote.empty())
+        note_subscription(queue, id, remote, call([] { return GetUserNameFromId(RunAsOwner::caller(), false); }));
     restore_descendants(id);
     return true;
 }

@@ -13,6 +13,7 @@
 #include "pg/runtime/run_as.hpp"
 #include "pg/worker/reaper.hpp"
 #include "pg/jobs/children.hpp"
+#include "pg/worker/relay.hpp"
 #include "pg/worker/retention.hpp"
 #include "pg/runtime/worker_registry.hpp"
 
@@ -182,7 +183,9 @@ bool lock_relations_without_waiting() {
     static const char* const relations[] = {
         "job", "job_id_seq", "ready", "claim", "dependency", "queue_config",
         // since 1.1
-        "release_debt", "checkpoint", "workflow", "event", "event_wait", "schedule"};
+        "release_debt", "checkpoint", "workflow", "event", "event_wait", "schedule",
+        // since 1.8
+        "outbox", "remote_dependent", "remote_input"};
     Oid schema = get_namespace_oid("wf", true);
     if (!OidIsValid(schema)) return false;
     for (const char* name : relations) {
@@ -422,9 +425,26 @@ void run_group_passes(const std::vector<int64>& shards) {
     log_recovered(recovered);
 }
 
-// Releases completions left, group by group (between full passes).
+// What calls left for other shard groups in wf.outbox (a distributed
+// pg_wf, 1.8), an entry per transaction: one that fails (a node down) is
+// logged and tried again at the next pass, before those after it.
+void relay_outbox() {
+    constexpr int kRelayBatch = 1000;
+    for (int i = 0; i < kRelayBatch; i++) {
+        bool relayed = false;
+        run_pass("pg_wf relay", [&] {
+            if (schema_at_least("1.8")) relayed = relay_one_entry();
+        });
+        if (!relayed) return;
+    }
+    // More than a batch: the rest at the next pass.
+}
+
+// Releases completions left, group by group (between full passes), and
+// the outbox.
 void settle_group_releases() {
     for (const auto& entry : local_groups) settle_group_releases(entry.first);
+    relay_outbox();
 }
 
 // Every wf.sweep_interval: recovery, then event timeouts and cron ticks, each
@@ -449,6 +469,7 @@ void run_full_pass() {
     served_distributed = citus;
     if (citus) {
         run_group_passes(shards);
+        relay_outbox();
         // Schedules fire once cluster-wide: the coordinator's worker fires
         // them (fire_due_schedules does nothing on the other nodes).
         run_pass("pg_wf cron", [] { fire_due_schedules(); });

@@ -25,7 +25,7 @@ my $q = sub { $c->sql_on($coord, $_[0]) };
 # ---- wf_distribute: idempotent, tables and functions where they belong ----
 $q->('SELECT wf_distribute()');
 is($q->("SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'wf.%' AND partmethod = 'h'"),
-	'10', 'ten tables distributed by queue');
+	'12', 'twelve tables distributed by queue');
 is($q->("SELECT count(DISTINCT colocationid) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'wf.%' AND partmethod = 'h'"),
 	'1', 'all colocated');
 is($q->("SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'wf.%' AND partmethod = 'n'"),

@@ -1,0 +1,127 @@
+// The relay of dependencies between shard groups (see
+// jobs/remote_dependencies.hpp for the protocol).
+#include "pg/worker/relay.hpp"
+
+#include <map>
+
+#include "pg/api/rights.hpp"
+#include "pg/base/spi.hpp"
+#include "pg/citus/cluster_calls.hpp"
+
+extern "C" {
+#include "utils/acl.h"
+}
+
+namespace wf::pg {
+namespace {
+
+PreparedStatement next_entry(
+    "SELECT id, kind, parent_queue, parent_ids, child_queue, child_id, role_name FROM wf.outbox"
+    " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+    {});
+
+PreparedStatement drop_entry("DELETE FROM wf.outbox WHERE id = $1", {INT8OID});
+
+std::vector<int64> int8_array_values(Datum array) {
+    ArrayType* a = call([&] { return DatumGetArrayTypeP(array); });
+    int n = call([&] { return ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)); });
+    const int64* values = reinterpret_cast<const int64*>(ARR_DATA_PTR(a));
+    return std::vector<int64>(values, values + n);
+}
+
+// wf._parent_ended in the group of `child_queue`.
+void deliver(const std::string& child_queue, int64 parent, const std::string& status,
+             const std::string& result_literal, const std::string& name,
+             const std::vector<int64>& children) {
+    call_in_group("_parent_ended", child_queue,
+                  std::to_string(parent) + "::pg_catalog.int8, " + sql_literal(status) +
+                      "::pg_catalog.text, " + result_literal + ", " + sql_literal(name) +
+                      "::pg_catalog.text, " + int8_array_literal(children));
+}
+
+// A final status of job (queue, id) and what its dependents read, or
+// nothing if it has not ended (retried since) or is gone.
+struct End {
+    std::string status, result_literal, name;
+};
+std::optional<End> end_of(const std::string& queue, int64 id) {
+    Rows job = run_through_citus(
+        "SELECT status, result::text AS result, result IS NULL AS no_result,"
+        "       coalesce(step_name, id::text) AS name FROM wf.job"
+        " WHERE queue = " + sql_literal(queue) + " AND id = " + std::to_string(id));
+    if (job.empty()) return End{"missing", "NULL", std::to_string(id)};
+    std::string status = job.text_at(0, "status");
+    if (status != "done" && status != "failed" && status != "cancelled") return std::nullopt;
+    std::string result = job.bool_at(0, "no_result")
+                             ? "NULL"
+                             : sql_literal(job.text_at(0, "result")) + "::pg_catalog.jsonb";
+    return End{status, result, job.text_at(0, "name")};
+}
+
+// 'subscribe': job (child_queue, child) waits on `parents`, somewhere.
+void relay_subscription(const std::string& child_queue, int64 child,
+                        const std::vector<int64>& parents, const std::string& role_name) {
+    Rows found = run_through_citus("SELECT id, queue FROM wf.job WHERE id = ANY (" +
+                                   int8_array_literal(parents) + ")");
+    std::map<int64, std::string> queue_of;
+    for (uint64 r = 0; r < found.size(); r++) queue_of[found.int64_at(r, "id")] = found.text_at(r, "queue");
+    Oid role = call([&] { return get_role_oid(role_name.c_str(), true); });
+    for (int64 parent : parents) {
+        auto where = queue_of.find(parent);
+        if (where == queue_of.end()) {
+            deliver(child_queue, parent, "missing", "NULL", std::to_string(parent), {child});
+            continue;
+        }
+        const std::string& parent_queue = where->second;
+        // A job that waits on others reads their results: its enqueuer
+        // needs the right to produce in their queues, as on one server.
+        if (!OidIsValid(role) || !has_right(role, Capability::produce, parent_queue)) {
+            deliver(child_queue, parent, "forbidden", "NULL", parent_queue, {child});
+            continue;
+        }
+        std::string status = call_in_group_text(
+            "_subscribe", parent_queue,
+            std::to_string(parent) + "::pg_catalog.int8, " + sql_literal(child_queue) +
+                "::pg_catalog.text, " + std::to_string(child) + "::pg_catalog.int8");
+        if (status == "waiting") continue;
+        std::optional<End> end = end_of(parent_queue, parent);
+        if (!end) continue;  // cannot be: it was final under the parent's lock
+        deliver(child_queue, parent, end->status, end->result_literal, end->name, {child});
+    }
+}
+
+// 'ended': job (parent_queue, parent) ended; its dependents elsewhere hear it.
+void relay_end(const std::string& parent_queue, int64 parent) {
+    std::optional<End> end = end_of(parent_queue, parent);
+    if (!end) return;  // retried since: its next end is relayed then
+    std::string edges = " FROM wf.remote_dependent WHERE parent_queue = " + sql_literal(parent_queue) +
+                        " AND parent_id = " + std::to_string(parent);
+    Rows dependents = run_through_citus("SELECT child_queue, child_id" + edges + " ORDER BY 1, 2");
+    std::map<std::string, std::vector<int64>> by_queue;
+    for (uint64 r = 0; r < dependents.size(); r++)
+        by_queue[dependents.text_at(r, "child_queue")].push_back(dependents.int64_at(r, "child_id"));
+    for (const auto& [child_queue, children] : by_queue)
+        deliver(child_queue, parent, end->status, end->result_literal, end->name, children);
+    if (!by_queue.empty()) run_through_citus("DELETE" + edges);
+}
+
+}  // namespace
+
+bool relay_one_entry() {
+    Rows entry = next_entry.execute();
+    if (entry.empty()) return false;
+    int64 id = entry.int64_at(0, "id");
+    std::string kind = entry.text_at(0, "kind");
+    std::vector<int64> parents = int8_array_values(entry.datum(0, "parent_ids"));
+    if (kind == "subscribe")
+        relay_subscription(entry.text_at(0, "child_queue"), entry.int64_at(0, "child_id"), parents,
+                           entry.text_at(0, "role_name"));
+    else if (!parents.empty())
+        relay_end(entry.text_at(0, "parent_queue"), parents[0]);
+    Params<1> p;
+    p.set(0, Int64GetDatum(id));
+    drop_entry.execute(p.values, p.nulls);
+    return true;
+}
+
+}  // namespace wf::pg
