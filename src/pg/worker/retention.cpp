@@ -7,6 +7,7 @@
 #include "pg/base/spi.hpp"
 #include "pg/citus/cluster_calls.hpp"
 #include "pg/citus/shard_route.hpp"
+#include "pg/runtime/extension.hpp"
 
 namespace wf::pg {
 namespace {
@@ -83,6 +84,16 @@ PreparedStatement expire_leftovers(
 // children are not served there.
 PreparedStatement expire_group_leftovers(WF_EXPIRE_QUEUE_LEFTOVERS " SELECT 1", {TIMESTAMPTZOID});
 
+// And, since 1.8, what dependencies between groups leave in one: inputs
+// of jobs gone, dependents of parents gone (remote_dependencies.hpp).
+PreparedStatement expire_remote_leftovers(
+    "WITH inputs AS ("
+    "  DELETE FROM wf.remote_input r WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.queue = r.child_queue AND j.id = r.child_id))"
+    " DELETE FROM wf.remote_dependent r WHERE NOT EXISTS ("
+    "     SELECT 1 FROM wf.job j WHERE j.queue = r.parent_queue AND j.id = r.parent_id)",
+    {});
+
 }  // namespace
 
 int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
@@ -101,6 +112,7 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
         Params<1> l;
         l.set(0, p.values[1]);
         (in_group ? expire_group_leftovers : expire_leftovers).execute(l.values, l.nulls);
+        if (in_group && schema_at_least("1.8")) expire_remote_leftovers.execute();
     }
     return deleted;
 }

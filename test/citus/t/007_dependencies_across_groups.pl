@@ -188,5 +188,11 @@ is($q->("SELECT count(*) FROM wf.job j WHERE status = 'blocked' AND pending_deps
 is($q->("SELECT count(*) FROM wf.remote_dependent r JOIN wf.job p ON p.queue = r.parent_queue AND p.id = r.parent_id"
 	  . " WHERE p.status IN ('done', 'failed', 'cancelled')"), '0', 'no subscription left on an ended parent');
 
+# Retention takes the delivered inputs of the jobs it deletes.
+is($q->("SELECT count(*) FROM wf.remote_input WHERE child_id = $c1"), '1', 'a finished job keeps its inputs');
+$c->sql_on($_, "ALTER SYSTEM SET wf.retention = '1s'; SELECT pg_reload_conf()") for $c->all_nodes;
+ok(wait_for("SELECT count(*) FROM wf.remote_input WHERE child_id = $c1", '0'),
+	'until retention deletes the job');
+
 $c->stop_all;
 done_testing();
