@@ -6,6 +6,8 @@
 #   $c->{coordinator}, @{ $c->{workers} }   (also $c->coordinator, $c->workers)
 #   $c->sql_on($node, $sql)                 safe_psql on database postgres
 #   $c->all_nodes                           coordinator first, then workers
+#   $c->wait_for($sql, $want, $seconds)     polls $sql on the coordinator
+#   $c->queues_on_workers($n)               $n queue names placed on each worker
 #   $c->stop_all                            fast shutdown of every node
 #
 # Connections between the nodes: Cluster.pm gives each node a port of its
@@ -26,6 +28,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes ();
 
 our @EXPORT = qw(citus_cluster);
 
@@ -111,6 +114,41 @@ sub sql_on
 {
 	my ($self, $node, $sql) = @_;
 	return $node->safe_psql('postgres', $sql);
+}
+
+# Polls $sql on the coordinator until it returns $want, for $seconds (10)
+# at most; says what it got last when it gives up.
+sub wait_for
+{
+	my ($self, $sql, $want, $seconds) = @_;
+	my $t0 = Time::HiRes::time();
+	my $got;
+	while (Time::HiRes::time() - $t0 < ($seconds // 10))
+	{
+		$got = $self->sql_on($self->{coordinator}, $sql);
+		return 1 if $got eq $want;
+		Time::HiRes::usleep(20_000);
+	}
+	diag("waited for '$want', got '$got': $sql");
+	return 0;
+}
+
+# For each worker, $count queue names (from "${prefix}1" on, sorted) whose
+# shard is placed on it: ([q1, q5], [q2, q3]) with two workers.
+sub queues_on_workers
+{
+	my ($self, $count, $prefix) = @_;
+	$prefix //= 'q';
+	my %on;
+	for my $n (1 .. 200)
+	{
+		my $queue = "$prefix$n";
+		my $port = $self->sql_on($self->{coordinator},
+			"SELECT nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
+			  . " WHERE shardid = get_shard_id_for_distribution_column('wf.job', '$queue')");
+		push @{ $on{$port} }, $queue if @{ $on{$port} // [] } < $count;
+	}
+	return map { [ sort @{ $on{ $_->port } // [] } ] } $self->workers;
 }
 
 # The workers, then the coordinator; a node not running is left alone.

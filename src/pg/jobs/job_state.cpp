@@ -339,57 +339,46 @@ PreparedStatement wake_parked_jobs(
     " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
     {TEXTOID, JSONBOID, TIMESTAMPTZOID});
 
+// Wakes the waits in CTE `due` (queue, id) whose job no other transaction
+// holds -- a held one is woken at a later pass: the worker never waits --
+// wait rows first, then jobs, each given DELIVERED (SQL of w.event) in its
+// events. $1: now.
+#define WF_SQL_WAKE_FREE_WAITS(DUE, WAIT_FILTER, DELIVERED) \
+    "WITH due AS (" DUE ")," \
+    " free AS (" \
+    "  SELECT j.queue, j.id FROM due JOIN wf.job j ON j.queue = due.queue AND j.id = due.id" \
+    "     FOR NO KEY UPDATE OF j SKIP LOCKED)," \
+    " woken_waits AS (" \
+    "  DELETE FROM wf.event_wait w USING free f" \
+    "   WHERE w.queue = f.queue AND w.id = f.id" WAIT_FILTER \
+    "  RETURNING w.queue, w.id, w.attempt, w.event)," \
+    " woken AS (" \
+    "  UPDATE wf.job j SET status = 'pending', run_at = $1," \
+    "         events = coalesce(j.events, '{}') || jsonb_build_object(w.event, " DELIVERED ")" \
+    "    FROM woken_waits w" \
+    "   WHERE j.queue = w.queue AND j.id = w.id AND j.attempt = w.attempt" \
+    "     AND j.status = 'waiting'" \
+    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version)," \
+    WF_SQL_ENTER_READY("woken", "") \
+    " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue"
+
 // Timeouts take the job row first, as a child's delivery to a parent
-// waiting on its children does (children.cpp), so the two never deadlock;
-// a job another transaction holds is woken at a later pass.
+// waiting on its children does (children.cpp), so the two never deadlock.
 PreparedStatement wake_timed_out_jobs(
-    "WITH due AS ("
-    "  SELECT w.queue, w.id FROM wf.event_wait w WHERE w.timeout_at <= $1),"
-    " free AS ("
-    "  SELECT j.queue, j.id FROM due JOIN wf.job j ON j.queue = due.queue AND j.id = due.id"
-    "     FOR NO KEY UPDATE OF j SKIP LOCKED),"
-    " woken_waits AS ("
-    "  DELETE FROM wf.event_wait w USING free f"
-    "   WHERE w.queue = f.queue AND w.id = f.id AND w.timeout_at <= $1"
-    "  RETURNING w.queue, w.id, w.attempt, w.event),"
-    " woken AS ("
-    "  UPDATE wf.job j SET status = 'pending', run_at = $1,"
-    "         events = coalesce(j.events, '{}') || jsonb_build_object(w.event,"
-    "           jsonb_build_object('status', 'timed_out'))"
-    "    FROM woken_waits w"
-    "   WHERE j.queue = w.queue AND j.id = w.id AND j.attempt = w.attempt"
-    "     AND j.status = 'waiting'"
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version),"
-    WF_SQL_ENTER_READY("woken", "")
-    " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
+    WF_SQL_WAKE_FREE_WAITS("SELECT w.queue, w.id FROM wf.event_wait w WHERE w.timeout_at <= $1",
+                           " AND w.timeout_at <= $1", "jsonb_build_object('status', 'timed_out')"),
     {TIMESTAMPTZOID});
 
 // On a distributed pg_wf: the waits of one shard group whose event was
 // signalled (the group's copy of wf.event says so) -- a wait that committed
-// after the signal looked for waiters (steps.cpp). As timeouts, a job
-// another transaction holds is woken at a later pass.
+// after the signal looked for waiters (steps.cpp).
 PreparedStatement wake_signalled_waits(
-    "WITH due AS ("
-    "  SELECT w.queue, w.id FROM wf.event_wait w JOIN wf.event e ON e.name = w.event"
-    "   WHERE e.signalled_at IS NOT NULL),"
-    " free AS ("
-    "  SELECT j.queue, j.id FROM due JOIN wf.job j ON j.queue = due.queue AND j.id = due.id"
-    "     FOR NO KEY UPDATE OF j SKIP LOCKED),"
-    " woken_waits AS ("
-    "  DELETE FROM wf.event_wait w USING free f"
-    "   WHERE w.queue = f.queue AND w.id = f.id"
-    "  RETURNING w.queue, w.id, w.attempt, w.event),"
-    " woken AS ("
-    "  UPDATE wf.job j SET status = 'pending', run_at = $1,"
-    "         events = coalesce(j.events, '{}') || jsonb_build_object(w.event,"
-    "           jsonb_build_object('status', 'signalled', 'payload',"
-    "                              (SELECT e.payload FROM wf.event e WHERE e.name = w.event)))"
-    "    FROM woken_waits w"
-    "   WHERE j.queue = w.queue AND j.id = w.id AND j.attempt = w.attempt"
-    "     AND j.status = 'waiting'"
-    "  RETURNING j.queue, j.priority, j.run_at, j.id, j.key, j.version),"
-    WF_SQL_ENTER_READY("woken", "")
-    " SELECT queue, count(*) AS jobs FROM woken GROUP BY queue",
+    WF_SQL_WAKE_FREE_WAITS(
+        "SELECT w.queue, w.id FROM wf.event_wait w JOIN wf.event e ON e.name = w.event"
+        " WHERE e.signalled_at IS NOT NULL",
+        "",
+        "jsonb_build_object('status', 'signalled', 'payload',"
+        " (SELECT e.payload FROM wf.event e WHERE e.name = w.event))"),
     {TIMESTAMPTZOID});
 
 // Every await and signal of an event goes through its row (steps.cpp).

@@ -28,18 +28,6 @@ for my $n (1 .. 60)
 my @queues = map { $on{ $_->port } } @workers;
 ok(@queues == 2 && $queues[0] && $queues[1], "queues @queues, one on each worker");
 
-sub wait_for
-{
-	my ($sql, $want, $seconds) = @_;
-	my $t0 = Time::HiRes::time();
-	while (Time::HiRes::time() - $t0 < $seconds)
-	{
-		return 1 if $q->($sql) eq $want;
-		Time::HiRes::usleep(100_000);
-	}
-	return 0;
-}
-
 # ---- leases: the client lives, its lease runs out ----
 my $client = $coord->background_psql('postgres');
 for my $queue (@queues)
@@ -47,7 +35,7 @@ for my $queue (@queues)
 	my $id = $q->("SELECT wf_enqueue('$queue', '{\"lease\":1}')");
 	is($client->query_safe("SELECT id FROM wf_claim('$queue', lease => '1 s')"), $id,
 		"claimed in $queue with a 1 s lease");
-	ok(wait_for("SELECT status FROM wf.jobs WHERE id = $id", 'pending', 15),
+	ok($c->wait_for("SELECT status FROM wf.jobs WHERE id = $id", 'pending', 15),
 		"the lease ran out: the job in $queue is pending again, its client alive");
 	like($q->("SELECT last_error FROM wf.jobs WHERE id = $id"), qr/lease/, 'for its lease');
 }
@@ -72,10 +60,10 @@ $worker->quit;
 is($q->("SELECT count(*) FROM wf.jobs WHERE queue IN ('$queues[0]', '$queues[1]') AND status <> 'done'"),
 	'0', 'every job of both queues done');
 ok($q->("SELECT count(*) FROM wf.checkpoint") > 0, 'with checkpoints recorded');
-ok(wait_for("SELECT count(*) FROM wf.jobs WHERE queue IN ('$queues[0]', '$queues[1]')", '0', 30),
+ok($c->wait_for("SELECT count(*) FROM wf.jobs WHERE queue IN ('$queues[0]', '$queues[1]')", '0', 30),
 	'retention deleted the finished jobs on both workers');
-ok(wait_for("SELECT count(*) FROM wf.checkpoint", '0', 30), 'and their checkpoints');
-ok(wait_for("SELECT count(*) FROM wf.dedup", '0', 30), 'and their dedup keys');
+ok($c->wait_for("SELECT count(*) FROM wf.checkpoint", '0', 30), 'and their checkpoints');
+ok($c->wait_for("SELECT count(*) FROM wf.dedup", '0', 30), 'and their dedup keys');
 
 $c->stop_all;
 done_testing();

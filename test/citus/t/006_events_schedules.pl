@@ -25,31 +25,11 @@ my $coord = $c->coordinator;
 my @workers = $c->workers;
 my $q = sub { $c->sql_on($coord, $_[0]) };
 
-# Two queues, one on each worker.
-my %node_of;
-for my $n (1 .. 40)
-{
-	$node_of{"q$n"} = $q->("SELECT nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
-		  . " WHERE shardid = get_shard_id_for_distribution_column('wf.job', 'q$n')");
-}
-my ($qa, $qc) = sort grep { $node_of{$_} == $workers[0]->port } keys %node_of;
-my ($qb, $qd) = sort grep { $node_of{$_} == $workers[1]->port } keys %node_of;
+# Two queues on each worker.
+my ($on_first, $on_second) = $c->queues_on_workers(2);
+my ($qa, $qc) = @$on_first;
+my ($qb, $qd) = @$on_second;
 ok($qa && $qb && $qc && $qd, "queues $qa, $qc on one worker, $qb, $qd on the other");
-
-# Polls $sql on the coordinator until it returns $want (10 s at most).
-sub wait_for
-{
-	my ($sql, $want) = @_;
-	my $got;
-	for (1 .. 500)
-	{
-		$got = $q->($sql);
-		return 1 if $got eq $want;
-		Time::HiRes::usleep(20_000);
-	}
-	diag("waited for '$want', got '$got': $sql");
-	return 0;
-}
 
 # A job of $queue, claimed and parked on $event (timeout $timeout or NULL)
 # by one session; returns its id.
@@ -115,14 +95,14 @@ is($q->("SELECT events -> 'paid' ->> 'payload' FROM wf.jobs WHERE id = $jc"), '{
 	is($q->("SELECT wf_signal('late')"), '0', 'the signal meanwhile sees no committed wait');
 	$client->query_safe('COMMIT');
 	$client->quit;
-	ok(wait_for("SELECT status || ' ' || (events -> 'late' ->> 'status') FROM wf.jobs WHERE id = $id",
+	ok($c->wait_for("SELECT status || ' ' || (events -> 'late' ->> 'status') FROM wf.jobs WHERE id = $id",
 			'pending signalled'),
 		"the node's worker wakes the wait that came in after the signal");
 }
 
 # Timeouts, by each node's worker.
 my ($jt) = park_on($qb, 'never', q{'300 ms'});
-ok(wait_for("SELECT status || ' ' || (events -> 'never' ->> 'status') FROM wf.jobs WHERE id = $jt",
+ok($c->wait_for("SELECT status || ' ' || (events -> 'never' ->> 'status') FROM wf.jobs WHERE id = $jt",
 		'pending timed_out'), 'a timeout wakes the job');
 
 # ---- the calls pg_wf makes into a group refuse anyone else ----
@@ -166,12 +146,12 @@ ok($q->("SELECT wf_schedule('tick', '* * * * *', '$qb', '{\"from\": \"cron\"}') 
 is(join(',', map { $c->sql_on($_, "SELECT count(*) FROM wf.schedule WHERE name = 'tick'") } $c->all_nodes),
 	'1,1,1', 'every node has its copy');
 $q->("UPDATE wf.schedule SET next_run_at = now() - interval '1 second' WHERE name = 'tick'");
-ok(wait_for("SELECT count(*) FROM wf.jobs WHERE queue = '$qb' AND idempotency_key LIKE 'schedule:tick:%'", '1'),
+ok($c->wait_for("SELECT count(*) FROM wf.jobs WHERE queue = '$qb' AND idempotency_key LIKE 'schedule:tick:%'", '1'),
 	'the due tick enqueued its job');
 my $fired = $q->("SELECT id FROM wf.jobs WHERE queue = '$qb' AND idempotency_key LIKE 'schedule:tick:%'");
-is($fired >> 48, $q->("SELECT groupid FROM pg_dist_node WHERE nodeport = $node_of{$qb}"),
+is($fired >> 48, $q->("SELECT groupid FROM pg_dist_node WHERE nodeport = " . $workers[1]->port),
 	"on the node of its queue (the id's range is that node's)");
-ok(wait_for("SELECT count(*) FROM wf.schedule WHERE name = 'tick' AND last_job_id = $fired AND next_run_at > now()", '1'),
+ok($c->wait_for("SELECT count(*) FROM wf.schedule WHERE name = 'tick' AND last_job_id = $fired AND next_run_at > now()", '1'),
 	'and the schedule moved on');
 is(join(',', map { $c->sql_on($_, "SELECT last_job_id = $fired AND next_run_at > now() FROM wf.schedule WHERE name = 'tick'") } $c->all_nodes),
 	't,t,t', "in every node's copy");
@@ -191,7 +171,7 @@ my ($jh, $sh) = park_on($qa, 'held', 'NULL');
 is($sh, 'waiting', 'a job waits for an old event never signalled');
 $q->("SELECT wf_signal('old-news')");
 $q->("ALTER SYSTEM SET wf.retention = '1s'; SELECT pg_reload_conf()");
-ok(wait_for("SELECT count(*) FROM wf.event WHERE name = 'old-news'", '0'),
+ok($c->wait_for("SELECT count(*) FROM wf.event WHERE name = 'old-news'", '0'),
 	'the coordinator deletes an event signalled longer than wf.retention ago');
 is(join(',', map { $c->sql_on($_, "SELECT string_agg(name, ' ' ORDER BY name) FROM wf.event WHERE name IN ('old-news', 'held')") } $c->all_nodes),
 	'held,held,held', "from every node's copy; the one a job waits for is kept");

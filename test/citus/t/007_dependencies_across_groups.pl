@@ -21,29 +21,10 @@ my $coord = $c->coordinator;
 my @workers = $c->workers;
 my $q = sub { $c->sql_on($coord, $_[0]) };
 
-my %node_of;
-for my $n (1 .. 40)
-{
-	$node_of{"q$n"} = $q->("SELECT nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
-		  . " WHERE shardid = get_shard_id_for_distribution_column('wf.job', 'q$n')");
-}
-my ($qa, $qc) = sort grep { $node_of{$_} == $workers[0]->port } keys %node_of;
-my ($qb, $qd) = sort grep { $node_of{$_} == $workers[1]->port } keys %node_of;
+my ($on_first, $on_second) = $c->queues_on_workers(2);
+my ($qa, $qc) = @$on_first;
+my ($qb, $qd) = @$on_second;
 ok($qa && $qb && $qc && $qd, "queues $qa, $qc on one worker, $qb, $qd on the other");
-
-sub wait_for
-{
-	my ($sql, $want) = @_;
-	my $got;
-	for (1 .. 500)
-	{
-		$got = $q->($sql);
-		return 1 if $got eq $want;
-		Time::HiRes::usleep(20_000);
-	}
-	diag("waited for '$want', got '$got': $sql");
-	return 0;
-}
 
 # Claims job $id of $queue (completing what comes before it) and ends it
 # with $sql_end (e.g. "wf_complete(%q, %id, %a, '{}')").
@@ -74,12 +55,12 @@ my $status = sub { $q->("SELECT string_agg(status, ' ' ORDER BY id) FROM wf.jobs
 my $p1 = $q->("SELECT wf_enqueue('$qa', '{}', step_name => 'fetch')");
 my $local = $q->("SELECT wf_enqueue('$qb', '{}', step_name => 'local')");
 my $c1 = $q->("SELECT wf_enqueue('$qb', '{}', step_name => 'join', depends_on => ARRAY[$p1, $local])");
-ok(wait_for("SELECT count(*) FROM wf.remote_dependent WHERE parent_id = $p1", '1'),
+ok($c->wait_for("SELECT count(*) FROM wf.remote_dependent WHERE parent_id = $p1", '1'),
 	'the child is recorded with its parent in the other group');
 is($q->("SELECT status || ' ' || pending_deps FROM wf.job WHERE id = $c1"), 'blocked 2',
 	'blocked on both (one here, one elsewhere)');
 claim_and($qa, $p1, q{wf_complete(%q, %id, %a, '{"rows": 7}')});
-ok(wait_for("SELECT pending_deps FROM wf.job WHERE id = $c1", '1'),
+ok($c->wait_for("SELECT pending_deps FROM wf.job WHERE id = $c1", '1'),
 	'the remote parent done: one left');
 is($status->($c1), 'blocked', 'still blocked on the local one');
 claim_and($qb, $local, q{wf_complete(%q, %id, %a, '{"rows": 1}')});
@@ -88,7 +69,7 @@ is(claim_and($qb, $c1, q{wf_complete(%q, %id, %a)}), 't', 'claimed and completed
 {
 	# The claim's inputs, read again by a fresh claim of a copy.
 	my $c1b = $q->("SELECT wf_enqueue('$qb', '{}', step_name => 'join2', depends_on => ARRAY[$p1, $local])");
-	ok(wait_for("SELECT status FROM wf.jobs WHERE id = $c1b", 'pending'),
+	ok($c->wait_for("SELECT status FROM wf.jobs WHERE id = $c1b", 'pending'),
 		'a job on parents done already goes pending once the worker asked');
 	my $client = $coord->background_psql('postgres');
 	my $inputs = '';
@@ -107,39 +88,39 @@ is(claim_and($qb, $c1, q{wf_complete(%q, %id, %a)}), 't', 'claimed and completed
 my $pf = $q->("SELECT wf_enqueue('$qa', '{}')");
 my $cf = $q->("SELECT wf_enqueue('$qb', '{}', depends_on => ARRAY[$pf])");
 my $gf = $q->("SELECT wf_enqueue('$qc', '{}', depends_on => ARRAY[$cf])");
-ok(wait_for("SELECT count(*) FROM wf.remote_dependent WHERE parent_id IN ($pf, $cf)", '2'), 'both subscribed');
+ok($c->wait_for("SELECT count(*) FROM wf.remote_dependent WHERE parent_id IN ($pf, $cf)", '2'), 'both subscribed');
 claim_and($qa, $pf, q{wf_fail(%q, %id, %a, 'boom', permanent => true)});
-ok(wait_for("SELECT string_agg(status, ' ' ORDER BY id) FROM wf.jobs WHERE id IN ($cf, $gf)",
+ok($c->wait_for("SELECT string_agg(status, ' ' ORDER BY id) FROM wf.jobs WHERE id IN ($cf, $gf)",
 		'cancelled cancelled'), 'the failure cancels the child on the other node and its child back on the first');
 is($q->("SELECT last_error FROM wf.jobs WHERE id = $cf"), "dependency job $pf failed", 'saying why');
 
 # wf_retry: the parent, then the child, which asks again.
 is($q->("SELECT wf_retry('$qa', $pf)"), 't', 'the parent retried');
 is($q->("SELECT wf_retry('$qb', $cf)"), 't', 'the child retried');
-ok(wait_for("SELECT count(*) FROM wf.remote_dependent WHERE parent_id = $pf", '1'),
+ok($c->wait_for("SELECT count(*) FROM wf.remote_dependent WHERE parent_id = $pf", '1'),
 	'the retried child waits on the parent again');
 is($status->($cf), 'blocked', 'blocked');
 claim_and($qa, $pf, q{wf_complete(%q, %id, %a)});
-ok(wait_for("SELECT status FROM wf.jobs WHERE id = $cf", 'pending'), 'released when the parent is done');
+ok($c->wait_for("SELECT status FROM wf.jobs WHERE id = $cf", 'pending'), 'released when the parent is done');
 
 # A cancel, too.
 my $pk = $q->("SELECT wf_enqueue('$qd', '{}')");
 my $ck = $q->("SELECT wf_enqueue('$qa', '{}', depends_on => ARRAY[$pk])");
-ok(wait_for("SELECT count(*) FROM wf.remote_dependent WHERE parent_id = $pk", '1'), 'subscribed');
+ok($c->wait_for("SELECT count(*) FROM wf.remote_dependent WHERE parent_id = $pk", '1'), 'subscribed');
 is($q->("SELECT wf_cancel('$qd', $pk)"), 't', 'the parent cancelled');
-ok(wait_for("SELECT status || ' ' || last_error FROM wf.jobs WHERE id = $ck",
+ok($c->wait_for("SELECT status || ' ' || last_error FROM wf.jobs WHERE id = $ck",
 		"cancelled dependency job $pk was cancelled"), 'the child on the other node too');
 
 # ---- a job that does not exist, a queue the enqueuer may not read ----
 my $orphan = $q->("SELECT wf_enqueue('$qb', '{}', depends_on => ARRAY[42])");
-ok(wait_for("SELECT status || ' ' || last_error FROM wf.jobs WHERE id = $orphan",
+ok($c->wait_for("SELECT status || ' ' || last_error FROM wf.jobs WHERE id = $orphan",
 		'cancelled dependency job 42 does not exist'), 'a dependency that does not exist cancels it');
 $q->('CREATE ROLE tenant LOGIN');
 $q->("SELECT wf_grant('tenant', 'produce', '$qb')");
 my $secret = $q->("SELECT wf_enqueue('$qa', '{}')");
 claim_and($qa, $secret, q{wf_complete(%q, %id, %a, '{"secret": 1}')});
 my $nosy = $q->("SET ROLE tenant; SELECT wf_enqueue('$qb', '{}', depends_on => ARRAY[$secret])");
-ok(wait_for("SELECT status FROM wf.jobs WHERE id = $nosy", 'cancelled'),
+ok($c->wait_for("SELECT status FROM wf.jobs WHERE id = $nosy", 'cancelled'),
 	"a job on another tenant's job is cancelled");
 like($q->("SELECT last_error FROM wf.jobs WHERE id = $nosy"), qr/where the role that enqueued this job may not produce/,
 	'saying why');
@@ -150,9 +131,9 @@ my $hub = $q->("SELECT wf_enqueue('$qa', '{}', step_name => 'hub')");
 my @many = map { $q->("SELECT wf_enqueue('" . ($_ % 2 ? $qb : $qd) . "', '{}', depends_on => ARRAY[$hub])") } 1 .. 100;
 my @parents = map { $q->("SELECT wf_enqueue('" . ($_ % 2 ? $qb : $qc) . "', '{}')") } 1 .. 20;
 my $fan_in = $q->("SELECT wf_enqueue('$qa', '{}', depends_on => ARRAY[" . join(',', @parents) . "])");
-ok(wait_for("SELECT count(*) FROM wf.outbox", '0'), 'subscriptions relayed');
+ok($c->wait_for("SELECT count(*) FROM wf.outbox", '0'), 'subscriptions relayed');
 claim_and($qa, $hub, q{wf_complete(%q, %id, %a, '{"hub": true}')});
-ok(wait_for("SELECT count(*) FROM wf.jobs WHERE id IN (" . join(',', @many) . ") AND status = 'pending'", '100'),
+ok($c->wait_for("SELECT count(*) FROM wf.jobs WHERE id IN (" . join(',', @many) . ") AND status = 'pending'", '100'),
 	'a hundred jobs on two nodes released by one parent');
 is($q->("SELECT count(*) FROM wf.remote_input WHERE parent_id = $hub"), '100', 'each with its input');
 for my $p (@parents)
@@ -160,7 +141,7 @@ for my $p (@parents)
 	my $queue = $q->("SELECT queue FROM wf.jobs WHERE id = $p");
 	claim_and($queue, $p, q{wf_complete(%q, %id, %a)});
 }
-ok(wait_for("SELECT status || ' ' || pending_deps FROM wf.job WHERE id = $fan_in", 'pending 0'),
+ok($c->wait_for("SELECT status || ' ' || pending_deps FROM wf.job WHERE id = $fan_in", 'pending 0'),
 	'a job on twenty parents in other groups: pending once all are done');
 
 # ---- enqueues racing completions ----
@@ -177,11 +158,11 @@ for my $p (@race_parents)
 }
 $completer->quit;
 $enqueuer->quit;
-ok(wait_for("SELECT count(*) FROM wf.jobs WHERE id IN (" . join(',', @race_children) . ") AND status = 'pending'", '30'),
+ok($c->wait_for("SELECT count(*) FROM wf.jobs WHERE id IN (" . join(',', @race_children) . ") AND status = 'pending'", '30'),
 	'every job enqueued while its parent completed ends pending');
 
 # ---- nothing left behind ----
-ok(wait_for("SELECT count(*) FROM wf.outbox", '0'), 'the outbox is empty');
+ok($c->wait_for("SELECT count(*) FROM wf.outbox", '0'), 'the outbox is empty');
 is(join(',', map { $c->sql_on($_, 'SELECT count(*) FROM wf.outbox') } $c->all_nodes), '0,0,0',
 	"on every node");
 is($q->("SELECT count(*) FROM wf.job j WHERE status = 'blocked' AND pending_deps < 0"), '0', 'no count below zero');
@@ -191,7 +172,7 @@ is($q->("SELECT count(*) FROM wf.remote_dependent r JOIN wf.job p ON p.queue = r
 # Retention takes the delivered inputs of the jobs it deletes.
 is($q->("SELECT count(*) FROM wf.remote_input WHERE child_id = $c1"), '1', 'a finished job keeps its inputs');
 $c->sql_on($_, "ALTER SYSTEM SET wf.retention = '1s'; SELECT pg_reload_conf()") for $c->all_nodes;
-ok(wait_for("SELECT count(*) FROM wf.remote_input WHERE child_id = $c1", '0'),
+ok($c->wait_for("SELECT count(*) FROM wf.remote_input WHERE child_id = $c1", '0'),
 	'until retention deletes the job');
 
 $c->stop_all;
