@@ -81,3 +81,16 @@ SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION wf._subscribe(text, bigint, text, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf._parent_ended(text, bigint, text, jsonb, text, bigint[]) FROM PUBLIC;
+
+-- 1.8, workflows on a distributed pg_wf: one shard group's steps of a
+-- workflow wf_submit makes, and wf_cancel_workflow in one group.
+CREATE FUNCTION wf._insert_steps(queue text, workflow_id uuid, steps jsonb, role text)
+RETURNS int AS 'MODULE_PATHNAME', 'wf_group_insert_steps' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+CREATE FUNCTION wf._cancel_workflow(queue text, workflow_id uuid)
+RETURNS int AS 'MODULE_PATHNAME', 'wf_group_cancel_workflow' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+REVOKE EXECUTE ON FUNCTION wf._insert_steps(text, uuid, jsonb, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION wf._cancel_workflow(text, uuid) FROM PUBLIC;

@@ -11,6 +11,7 @@
 #include "pg/api/frame.hpp"
 #include "pg/api/queue_settings.hpp"
 #include "pg/api/workflow.hpp"
+#include "pg/citus/cluster_calls.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
 
@@ -339,11 +340,233 @@ Datum uuid_result(const pg_uuid_t& id) {
     return UUIDPGetDatum(result);
 }
 
+// ---- workflows on a distributed pg_wf (1.8) ----
+// A workflow's steps are jobs of their queues' shard groups. wf_submit on
+// the coordinator draws the steps' ids from its own range, then each group
+// inserts its steps (wf._insert_steps) and the workflow's row goes to every
+// node, in the caller's transaction (two-phase across the nodes). An edge
+// between steps of two groups is a dependency between groups
+// (remote_dependencies.hpp): the child step is blocked, counting it, and
+// its node's worker subscribes it after the commit.
+
+PreparedStatement take_ids(
+    "SELECT nextval('wf.job_id_seq') AS id FROM generate_series(1, $1)", {INT4OID});
+PreparedStatement new_workflow_id("SELECT gen_random_uuid() AS id", {});
+
+// One group's steps ($2: a JSON array of objects, built by submit_on_cluster).
+#define WF_SQL_GROUP_STEPS(JSON)                                                           \
+    "SELECT * FROM jsonb_to_recordset(" JSON ") AS x(id bigint, queue text, step_name text," \
+    " payload jsonb, priority int, max_attempts int, run_at timestamptz, pending_deps int,"  \
+    " has_dependents boolean, key text, version text, depends_on bigint[], remote bigint[])"
+PreparedStatement insert_group_steps(
+    "WITH s AS MATERIALIZED (" WF_SQL_GROUP_STEPS("$2") "),"
+    " job AS ("
+    "  INSERT INTO wf.job (queue, id, status, payload, run_at, priority, max_attempts,"
+    "                      attempt_budget, workflow_id, step_name, depends_on, pending_deps,"
+    "                      has_dependents, key, version)"
+    "  SELECT s.queue, s.id, CASE WHEN s.pending_deps > 0 THEN 'blocked' ELSE 'pending' END,"
+    "         s.payload, coalesce(s.run_at, now()), s.priority,"
+    "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
+    "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
+    "         $1, s.step_name, s.depends_on, s.pending_deps, s.has_dependents, s.key,"
+    "         coalesce(s.version, c.version)"
+    "    FROM s LEFT JOIN wf.queue_config c ON c.queue = s.queue"
+    "   ORDER BY s.id"
+    "  RETURNING queue, priority, run_at, id, key, version, status),"
+    " edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
+    "           SELECT unnest(s.depends_on), s.queue, s.id FROM s),"
+    WF_SQL_ENTER_READY_NEW("job", WF_SQL_IF_PENDING)
+    " SELECT ARRAY(SELECT DISTINCT queue FROM job WHERE status = 'pending') AS ready_queues",
+    {UUIDOID, JSONBOID});
+// The steps waiting on steps of other groups: the node's worker subscribes
+// them (wf.outbox is the node's own table).
+PreparedStatement group_step_keys(
+    "SELECT s.queue, s.key, s.step_name FROM (" WF_SQL_GROUP_STEPS("$1") ") AS s ORDER BY s.id",
+    {JSONBOID});
+PreparedStatement subscribe_group_steps(
+    "INSERT INTO wf.outbox (kind, parent_ids, child_queue, child_id, role_name)"
+    " SELECT 'subscribe', s.remote, s.queue, s.id, $2"
+    "   FROM (" WF_SQL_GROUP_STEPS("$1") ") AS s WHERE cardinality(s.remote) > 0"
+    " RETURNING id",
+    {JSONBOID, TEXTOID});
+
+// A JSON string literal of `s` (RFC 8259 escapes).
+std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (unsigned char ch : s) {
+        if (ch == '"' || ch == '\\') {
+            out += '\\';
+            out += static_cast<char>(ch);
+        } else if (ch < 0x20) {
+            char buf[8];
+            snprintf(buf, sizeof buf, "\\u%04x", ch);
+            out += buf;
+        } else {
+            out += static_cast<char>(ch);
+        }
+    }
+    return out + "\"";
+}
+
+std::string json_ids(const std::vector<int64>& ids) {
+    std::string out = "[";
+    for (size_t i = 0; i < ids.size(); i++) out += (i ? "," : "") + std::to_string(ids[i]);
+    return out + "]";
+}
+
+std::string uuid_text(const pg_uuid_t& id) {
+    pg_uuid_t copy = id;
+    char* text = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&copy))); });
+    return text;
+}
+
+pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec) {
+    require_schema_at_least("1.8", "wf_submit on a distributed pg_wf");
+    if (spec.key)
+        throw core::Error("0A000", "workflow keys are not supported on a distributed pg_wf yet",
+                          {}, "Submit it without \"key\" (README, \"Scaling out\").");
+    for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
+    size_t n = spec.steps.size();
+    Params<1> how_many;
+    how_many.set(0, Int32GetDatum(static_cast<int32>(n)));
+    std::vector<int64> ids = take_ids.execute(how_many.values, how_many.nulls).int64_column("id");
+    pg_uuid_t workflow_id = new_workflow_id.execute().uuid_at(0, "id");
+
+    // Each step's shard group, as Citus places its queue.
+    std::map<std::string, int64> shard_of;
+    for (const core::StepSpec& step : spec.steps) shard_of[step.queue] = 0;
+    std::string list;
+    for (const auto& [queue, shard] : shard_of) list += (list.empty() ? "" : ", ") + sql_literal(queue);
+    Rows shards = run_through_citus(
+        "SELECT q AS queue, pg_catalog.get_shard_id_for_distribution_column('wf.job', q) AS shard"
+        "  FROM pg_catalog.unnest(ARRAY[" + list + "]::pg_catalog.text[]) AS q");
+    for (uint64 r = 0; r < shards.size(); r++) shard_of[shards.text_at(r, "queue")] = shards.int64_at(r, "shard");
+
+    std::vector<bool> is_parent(n, false);
+    for (const core::StepSpec& step : spec.steps)
+        for (size_t parent : step.after) is_parent[parent] = true;
+    // One JSON array of steps per group, and a queue of it to address it by.
+    std::map<int64, std::string> steps_of, queue_of;
+    for (size_t i = 0; i < n; i++) {
+        const core::StepSpec& step = spec.steps[i];
+        int64 shard = shard_of[step.queue];
+        std::vector<int64> parents, remote;
+        for (size_t parent : step.after) {
+            parents.push_back(ids[parent]);
+            if (shard_of[spec.steps[parent].queue] != shard) remote.push_back(ids[parent]);
+        }
+        std::optional<std::string> version = step.version ? step.version : spec.version;
+        std::string run_at;
+        if (step.run_at) {
+            Datum t = parse_run_at(step);
+            char* text = call([&] { return DatumGetCString(DirectFunctionCall1(timestamptz_out, t)); });
+            run_at = json_string(text);
+        }
+        std::string object =
+            "{\"id\":" + std::to_string(ids[i]) + ",\"queue\":" + json_string(step.queue) +
+            ",\"step_name\":" + json_string(step.name) + ",\"payload\":" + step.payload_json +
+            ",\"priority\":" + std::to_string(step.priority) +
+            ",\"max_attempts\":" + (step.max_attempts ? std::to_string(*step.max_attempts) : "null") +
+            ",\"run_at\":" + (step.run_at ? run_at : "null") +
+            ",\"pending_deps\":" + std::to_string(parents.size()) +
+            ",\"has_dependents\":" + (is_parent[i] ? "true" : "false") +
+            ",\"key\":" + (step.key ? json_string(*step.key) : "null") +
+            ",\"version\":" + (version ? json_string(*version) : "null") +
+            ",\"depends_on\":" + (parents.empty() ? "null" : json_ids(parents)) +
+            ",\"remote\":" + json_ids(remote) + "}";
+        std::string& group = steps_of[shard];
+        group += (group.empty() ? "[" : ",") + object;
+        queue_of.emplace(shard, step.queue);
+    }
+    std::string id_literal = sql_literal(uuid_text(workflow_id)) + "::pg_catalog.uuid";
+    const char* role = call([] { return GetUserNameFromId(RunAsOwner::caller(), false); });
+    for (const auto& [shard, steps] : steps_of)
+        call_in_group("_insert_steps", queue_of[shard],
+                      id_literal + ", " + sql_literal(steps + "]") + "::pg_catalog.jsonb, " +
+                          sql_literal(role) + "::pg_catalog.text");
+    run_through_citus("INSERT INTO wf.workflow (id, name, steps) VALUES (" + id_literal + ", " +
+                      (spec.name ? sql_literal(*spec.name) : std::string("NULL")) + ", " +
+                      std::to_string(n) + ")");
+    return workflow_id;
+}
+
+// wf_workflow on a distributed pg_wf: the same document, read through
+// Citus (the summary from wf.workflows, the steps from wf.jobs), with each
+// step's "after" named from the workflow's own steps.
+PreparedStatement assemble_workflow(
+    "WITH s AS (SELECT x.step::jsonb AS step, x.depends_on::bigint[] AS depends_on, x.n"
+    "             FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(step, depends_on, n))"
+    " SELECT $1::jsonb || jsonb_build_object('steps', (SELECT jsonb_agg(s.step || jsonb_build_object("
+    "   'after', (SELECT jsonb_agg(coalesce((SELECT p.step ->> 'name' FROM s p"
+    "                                         WHERE (p.step ->> 'id')::bigint = d), d::text) ORDER BY d)"
+    "               FROM unnest(s.depends_on) AS d)) ORDER BY s.n) FROM s)) AS described",
+    {JSONBOID, TEXTARRAYOID, TEXTARRAYOID});
+
+Datum describe_on_cluster(Datum workflow_id) {
+    char* id = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
+    std::string lit = sql_literal(id) + "::pg_catalog.uuid";
+    Rows summary = run_through_citus(
+        "SELECT jsonb_build_object("
+        "  'workflow_id', w.workflow_id, 'name', w.name, 'status', w.status,"
+        "  'started_at', w.started_at, 'finished_at', w.finished_at,"
+        "  'cancelled_at', w.cancelled_at, 'key', w.key, 'child_of', w.child_of,"
+        "  'counts', jsonb_build_object('steps', w.steps, 'blocked', w.blocked,"
+        "     'pending', w.pending, 'running', w.running, 'waiting', w.waiting, 'done', w.done,"
+        "     'failed', w.failed, 'cancelled', w.cancelled))::text AS summary"
+        "  FROM wf.workflows w WHERE w.workflow_id = " + lit);
+    if (summary.size() != 1) no_such_workflow(workflow_id);
+    std::string head = summary.text_at(0, "summary");
+    Rows steps = run_through_citus(
+        "SELECT jsonb_build_object("
+        "  'name', j.step_name, 'id', j.id, 'queue', j.queue, 'status', j.status,"
+        "  'attempt', j.attempt, 'max_attempts', j.max_attempts,"
+        "  'run_at', j.run_at, 'created_at', j.created_at, 'started_at', j.started_at,"
+        "  'finished_at', j.finished_at, 'last_error', j.last_error, 'result', j.result,"
+        "  'waiting_for', j.waiting_for, 'events', j.events, 'worker', j.worker,"
+        "  'version', j.version, 'progress', j.progress, 'children', NULL::jsonb)::text AS step,"
+        "  j.depends_on::text AS depends_on"
+        "  FROM wf.jobs j WHERE j.workflow_id = " + lit + " ORDER BY j.id");
+    std::vector<Datum> texts, parents;
+    std::vector<bool> no_nulls(steps.size(), false), parents_null;
+    for (uint64 r = 0; r < steps.size(); r++) {
+        texts.push_back(text_datum(steps.text_at(r, "step")));
+        parents_null.push_back(steps.is_null(r, "depends_on"));
+        parents.push_back(steps.is_null(r, "depends_on") ? 0 : text_datum(steps.text_at(r, "depends_on")));
+    }
+    Params<3> p;
+    p.set(0, call([&] { return DirectFunctionCall1(jsonb_in, CStringGetDatum(head.c_str())); }));
+    p.set(1, datum_array(texts, no_nulls, TEXTOID));
+    p.set(2, datum_array(parents, parents_null, TEXTOID));
+    Datum value = assemble_workflow.execute(p.values, p.nulls).datum(0, "described");
+    return call([&] { return SPI_datumTransfer(value, false, -1); });
+}
+
+int32 cancel_on_cluster(Datum workflow_id) {
+    char* id = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
+    std::string lit = sql_literal(id) + "::pg_catalog.uuid";
+    int64 cancelled = 0;
+    for (const std::string& queue :
+         one_queue_per_group({"SELECT DISTINCT queue FROM wf.job WHERE workflow_id = " + lit}))
+        cancelled += call_in_group("_cancel_workflow", queue, lit);
+    run_through_citus("UPDATE wf.workflow SET cancelled_at = " +
+                      timestamptz_literal(TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())) +
+                      " WHERE id = " + lit + " AND cancelled_at IS NULL");
+    return static_cast<int32>(cancelled);
+}
+
 }  // namespace
 
 std::vector<std::string> workflow_step_queues(Datum workflow_id) {
     Params<1> p;
     p.set(0, workflow_id);
+    if (distributed() && current_shard_group() == nullptr) {
+        char* id = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
+        Rows queues = run_through_citus("SELECT DISTINCT queue FROM wf.job WHERE workflow_id = " +
+                                        sql_literal(id) + "::pg_catalog.uuid");
+        std::vector<std::string> names;
+        for (uint64 r = 0; r < queues.size(); r++) names.push_back(queues.text_at(r, "queue"));
+        return names;
+    }
     Rows queues = workflow_queues.execute_latest(p.values, p.nulls);
     std::vector<std::string> names;
     for (uint64 r = 0; r < queues.size(); r++) names.push_back(queues.text_at(r, "queue"));
@@ -365,7 +588,10 @@ using namespace wf::pg;
 WF_SQL_FUNCTION(wf_submit) {
     std::string text = spec_text(fcinfo, 0, "spec");
     core::WorkflowSpec spec = core::parse_workflow_spec(text, static_cast<size_t>(max_payload_size));
-    pg_uuid_t id = with_job_tables([&] { return start_workflow(spec); });
+    pg_uuid_t id = with_job_tables_anywhere([&] {
+        if (distributed()) return submit_on_cluster(spec);
+        return start_workflow(spec);
+    });
     PG_RETURN_DATUM(uuid_result(id));
 }
 
@@ -512,10 +738,11 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
 // Reading it takes any right on every step's queue, as the views' rows do.
 WF_SQL_FUNCTION(wf_workflow) {
     Datum id = uuid_arg(fcinfo, 0, "workflow_id");
-    Datum result = with_job_tables([&] {
+    Datum result = with_job_tables_anywhere([&] {
         for (const std::string& queue : workflow_step_queues(id))
             if (!has_right(RunAsOwner::caller(), std::nullopt, queue))
                 require_right(Capability::observe, queue);
+        if (distributed()) return describe_on_cluster(id);
         Params<1> p;
         p.set(0, id);
         Rows described = describe_workflow.execute(p.values, p.nulls);
@@ -530,12 +757,81 @@ WF_SQL_FUNCTION(wf_workflow) {
 // wf_cancel_workflow(workflow_id uuid) -> int: steps cancelled or flagged.
 WF_SQL_FUNCTION(wf_cancel_workflow) {
     Datum id = uuid_arg(fcinfo, 0, "workflow_id");
-    int32 cancelled = with_job_tables([&] {
+    int32 cancelled = with_job_tables_anywhere([&] {
+        if (distributed()) {
+            require_schema_at_least("1.8", "wf_cancel_workflow on a distributed pg_wf");
+            std::vector<std::string> queues = workflow_step_queues(id);
+            if (queues.empty()) no_such_workflow(id);
+            for (const std::string& queue : queues) require_right(Capability::operate, queue);
+            return cancel_on_cluster(id);
+        }
         Params<1> p;
         p.set(0, id);
         if (workflow_exists.execute(p.values, p.nulls).empty()) no_such_workflow(id);
         require_right_on_steps(id, Capability::operate);
         return cancel_workflow_steps(id);
+    });
+    PG_RETURN_INT32(cancelled);
+}
+
+// wf._insert_steps(queue, workflow_id, steps, role) -> int: one shard
+// group's steps of a workflow wf_submit makes on a distributed pg_wf.
+WF_SQL_FUNCTION(wf_group_insert_steps) {
+    require_group_call_from_pg_wf("wf._insert_steps");
+    queue_arg(fcinfo, 0);
+    Datum workflow_id = uuid_arg(fcinfo, 1, "workflow_id");
+    core::require_not_null(PG_ARGISNULL(2), "steps");
+    std::string role(text_arg(fcinfo, 3, "role"));
+    int64 inserted = with_queue_tables(PG_GETARG_DATUM(0), [&] {
+        Params<2> p;
+        p.set(0, workflow_id);
+        p.set(1, PG_GETARG_DATUM(2));
+        // Steps of an ordered queue need a key, and lock it (flow_control.hpp).
+        Rows ordered = group_step_keys.execute(&p.values[1], &p.nulls[1]);
+        std::map<std::string, std::vector<std::string>> keys;
+        for (uint64 r = 0; r < ordered.size(); r++) {
+            std::string queue = ordered.text_at(r, "queue");
+            if (!queue_settings(text_datum(queue)).flow.ordered) continue;
+            if (ordered.is_null(r, "key"))
+                throw core::Error(core::sqlstate::invalid_parameter,
+                                  "step \"" + ordered.text_at(r, "step_name") + "\" is in ordered queue \"" +
+                                      queue + "\": it needs a \"key\"",
+                                  "An ordered queue runs the jobs of each key one at a time, in "
+                                  "enqueue order.");
+            keys[queue].push_back(ordered.text_at(r, "key"));
+        }
+        for (auto& [queue, queue_keys] : keys) lock_keys_for_enqueue(queue, queue_keys);
+        Rows done = insert_group_steps.execute(p.values, p.nulls);
+        Datum ready = done.datum(0, "ready_queues");
+        call([&] {
+            ArrayType* array = DatumGetArrayTypeP(ready);
+            Datum* items;
+            bool* nulls;
+            int count;
+            deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
+            for (int i = 0; i < count; i++) {
+                text* q = DatumGetTextPP(items[i]);
+                note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
+            }
+        });
+        for (uint64 r = 0; r < ordered.size(); r++) count(ordered.text_at(r, "queue"), Metric::enqueued);
+        Params<2> o;
+        o.set(0, PG_GETARG_DATUM(2));
+        o.set(1, text_datum(role));
+        if (!subscribe_group_steps.execute(o.values, o.nulls).empty()) note_releases_deferred();
+        return static_cast<int64>(ordered.size());
+    });
+    PG_RETURN_INT32(static_cast<int32>(inserted));
+}
+
+// wf._cancel_workflow(queue, workflow_id) -> int: wf_cancel_workflow in
+// one shard group, on a distributed pg_wf.
+WF_SQL_FUNCTION(wf_group_cancel_workflow) {
+    require_group_call_from_pg_wf("wf._cancel_workflow");
+    queue_arg(fcinfo, 0);
+    Datum workflow_id = uuid_arg(fcinfo, 1, "workflow_id");
+    int32 cancelled = with_queue_tables(PG_GETARG_DATUM(0), [&] {
+        return cancel_workflow_steps(workflow_id, false);
     });
     PG_RETURN_INT32(cancelled);
 }

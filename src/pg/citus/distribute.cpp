@@ -60,6 +60,8 @@ const char* const kGroupFunctions[] = {
     "wf._sweep_group(text)",
     "wf._subscribe(text, bigint, text, bigint)",
     "wf._parent_ended(text, bigint, text, jsonb, text, bigint[])",
+    "wf._insert_steps(text, uuid, jsonb, text)",
+    "wf._cancel_workflow(text, uuid)",
 };
 
 PreparedStatement extension_schema(

@@ -1206,7 +1206,7 @@ bool retry_job(Datum queue, int64 id) {
     return true;
 }
 
-int32 cancel_workflow_steps(Datum workflow_id) {
+int32 cancel_workflow_steps(Datum workflow_id, bool mark) {
     Params<1> w;
     w.set(0, workflow_id);
     Params<2> steps;
@@ -1214,7 +1214,7 @@ int32 cancel_workflow_steps(Datum workflow_id) {
     unready_workflow.execute(steps.values, steps.nulls);
     steps.set(1, int8_array(idle_steps.execute(steps.values, steps.nulls).int64_column("id")));
     Rows cancelled = cancel_steps.execute(steps.values, steps.nulls);
-    mark_workflow_cancelled.execute(w.values, w.nulls);
+    if (mark) mark_workflow_cancelled.execute(w.values, w.nulls);
     jobs_ended(cancelled);
     std::vector<int64> parents;
     for (uint64 r = 0; r < cancelled.size(); r++)

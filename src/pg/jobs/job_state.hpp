@@ -270,6 +270,8 @@ bool cancel_job(Datum queue, int64 id);
 // jobs its failure cancelled come back blocked on it.
 bool retry_job(Datum queue, int64 id);
 // Every unfinished step of a workflow: cancelled, or flagged if running.
-int32 cancel_workflow_steps(Datum workflow_id);
+// `mark`: the workflow's row records the cancel too (on a distributed
+// pg_wf the coordinator writes it, once for every shard group).
+int32 cancel_workflow_steps(Datum workflow_id, bool mark = true);
 
 }  // namespace wf::pg
