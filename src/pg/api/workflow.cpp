@@ -425,22 +425,23 @@ pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec) {
     if (spec.key)
         throw core::Error("0A000", "workflow keys are not supported on a distributed pg_wf yet",
                           {}, "Submit it without \"key\" (README, \"Scaling out\").");
-    for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
-    size_t n = spec.steps.size();
-    Params<1> how_many;
-    how_many.set(0, Int32GetDatum(static_cast<int32>(n)));
-    std::vector<int64> ids = take_ids.execute(how_many.values, how_many.nulls).int64_column("id");
-    pg_uuid_t workflow_id = new_workflow_id.execute().uuid_at(0, "id");
-
     // Each step's shard group, as Citus places its queue.
     std::map<std::string, int64> shard_of;
     for (const core::StepSpec& step : spec.steps) shard_of[step.queue] = 0;
+    // Each queue once: on Citus a rights check is a statement.
+    for (const auto& [queue, shard] : shard_of) require_right(Capability::produce, queue);
     std::string list;
     for (const auto& [queue, shard] : shard_of) list += (list.empty() ? "" : ", ") + sql_literal(queue);
     Rows shards = run_through_citus(
         "SELECT q AS queue, pg_catalog.get_shard_id_for_distribution_column('wf.job', q) AS shard"
         "  FROM pg_catalog.unnest(ARRAY[" + list + "]::pg_catalog.text[]) AS q");
     for (uint64 r = 0; r < shards.size(); r++) shard_of[shards.text_at(r, "queue")] = shards.int64_at(r, "shard");
+
+    size_t n = spec.steps.size();
+    Params<1> how_many;
+    how_many.set(0, Int32GetDatum(static_cast<int32>(n)));
+    std::vector<int64> ids = take_ids.execute(how_many.values, how_many.nulls).int64_column("id");
+    pg_uuid_t workflow_id = new_workflow_id.execute().uuid_at(0, "id");
 
     std::vector<bool> is_parent(n, false);
     for (const core::StepSpec& step : spec.steps)

@@ -138,8 +138,8 @@ is($q->("SELECT count(DISTINCT queue) FROM wf.queue_stats WHERE queue IN ('$qa',
 
 # ---- refusals ----
 my ($ret, $out, $err) = $coord->psql('postgres',
-	"SELECT wf_submit('{\"steps\":[{\"name\":\"a\",\"queue\":\"$qa\"}]}')");
-like($err, qr/not supported on a distributed pg_wf/, 'wf_submit refused');
+	"SELECT wf_submit('{\"key\":\"k\",\"steps\":[{\"name\":\"a\",\"queue\":\"$qa\"}]}')");
+like($err, qr/not supported on a distributed pg_wf/, 'wf_submit with a workflow key refused');
 ($ret, $out, $err) = $coord->psql('postgres',
 	"SELECT wf_signal_with_start('{\"key\":\"k\",\"steps\":[{\"name\":\"a\",\"queue\":\"$qa\"}]}', 'e')");
 like($err, qr/not supported on a distributed pg_wf/, 'wf_signal_with_start refused');
