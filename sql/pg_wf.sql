@@ -1094,6 +1094,11 @@ SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION wf._insert_steps(text, uuid, jsonb, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf._cancel_workflow(text, uuid) FROM PUBLIC;
+CREATE FUNCTION wf._recover_lost_claims(queue text) RETURNS int
+AS 'MODULE_PATHNAME', 'wf_group_recover_lost_claims' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+REVOKE EXECUTE ON FUNCTION wf._recover_lost_claims(text) FROM PUBLIC;
 
 -- Nothing attaches to pg_wf's tables: no trigger, rule or row security
 -- (src/pg/runtime/attachments.hpp). pg_wf's functions and its worker write

@@ -62,6 +62,7 @@ const char* const kGroupFunctions[] = {
     "wf._parent_ended(text, bigint, text, jsonb, text, bigint[])",
     "wf._insert_steps(text, uuid, jsonb, text)",
     "wf._cancel_workflow(text, uuid)",
+    "wf._recover_lost_claims(text)",
 };
 
 PreparedStatement extension_schema(

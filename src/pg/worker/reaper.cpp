@@ -107,13 +107,35 @@ WF_SQL_FUNCTION(wf_group_sweep) {
 // given back, their attempt counted. One scan of wf.job; run it once after
 // the restore has finished (not during it: before wf.ready is loaded every
 // pending job would look lost).
+namespace {
+int64 recover_dumped_claims() {
+    std::vector<int64> finished;
+    int64 n = recover_lost_claims("a dump was taken", &finished);
+    if (!finished.empty()) cancel_dependents(finished, "failed: its worker was lost");
+    return n;
+}
+}  // namespace
+
 WF_SQL_FUNCTION(wf_recover_lost_claims) {
-    int64 recovered = with_job_tables([] {
+    int64 recovered = with_job_tables_anywhere([] {
         require_right(Capability::administer, "*");
-        std::vector<int64> finished;
-        int64 n = recover_lost_claims("a dump was taken", &finished);
-        if (!finished.empty()) cancel_dependents(finished, "failed: its worker was lost");
+        if (!distributed()) return recover_dumped_claims();
+        // On a distributed pg_wf: in every shard group with pending jobs.
+        require_schema_at_least("1.8", "wf_recover_lost_claims on a distributed pg_wf");
+        int64 n = 0;
+        for (const std::string& queue :
+             one_queue_per_group({"SELECT DISTINCT queue FROM wf.job WHERE status = 'pending'"}))
+            n += call_in_group("_recover_lost_claims", queue, "");
         return n;
     });
+    PG_RETURN_INT32(static_cast<int32>(recovered));
+}
+
+// wf._recover_lost_claims(queue) -> int: wf_recover_lost_claims in the shard
+// group of `queue`, on a distributed pg_wf.
+WF_SQL_FUNCTION(wf_group_recover_lost_claims) {
+    require_group_call_from_pg_wf("wf._recover_lost_claims");
+    queue_arg(fcinfo, 0);
+    int64 recovered = with_queue_tables(PG_GETARG_DATUM(0), [] { return recover_dumped_claims(); });
     PG_RETURN_INT32(static_cast<int32>(recovered));
 }

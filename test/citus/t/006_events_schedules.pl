@@ -201,5 +201,32 @@ is($q->("SELECT count(*) FROM wf.jobs WHERE queue = '$qc' AND idempotency_key LI
 ($ret, $out, $err) = $coord->psql('postgres', 'SET ROLE tenant; SELECT wf_sweep()');
 like($err, qr/permission denied/, 'wf_sweep needs administer on every queue');
 
+# ---- wf_recover_lost_claims: claims lost without a crash (a dump restored) ----
+my @lost;
+for my $queue ($qa, $qb)
+{
+	my $id = $q->("SELECT wf_enqueue('$queue', '{\"lost\": true}')");
+	my $client = $coord->background_psql('postgres');
+	my $got = '';
+	for (1 .. 50)
+	{
+		my ($cid, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$queue')");
+		$got = $cid // '';
+		last if $got eq $id || $got eq '';
+		$client->query_safe("SELECT wf_complete('$queue', $cid, $attempt)");
+	}
+	is($got, $id, "claimed in $queue");
+	# As after a restore: the job is pending, its claim row is not there.
+	$q->("DELETE FROM wf.claim WHERE queue = '$queue' AND id = $id");
+	$client->quit;
+	push @lost, $id;
+}
+is($q->("SELECT count(*) FROM wf.ready WHERE id IN (" . join(',', @lost) . ")"), '0',
+	'two jobs pending without a ready row or a claim: nobody would claim them');
+is($q->('SELECT wf_recover_lost_claims()'), '2', 'wf_recover_lost_claims gives back both, one on each worker');
+is($q->("SELECT string_agg(status || ' ' || attempt, ', ') FROM wf.jobs WHERE id IN (" . join(',', @lost) . ")"),
+	'pending 1, pending 1', 'pending again, their attempt counted');
+is($q->("SELECT count(*) FROM wf.ready WHERE id IN (" . join(',', @lost) . ")"), '2', 'and claimable');
+
 $c->stop_all;
 done_testing();
