@@ -1220,6 +1220,8 @@ int32 cancel_workflow_steps(Datum workflow_id, bool mark) {
     for (uint64 r = 0; r < cancelled.size(); r++)
         if (cancelled.bool_at(r, "cancelled_parent")) parents.push_back(cancelled.int64_at(r, "id"));
     int32 count = static_cast<int32>(cancelled.size());
+    // Their dependents in other shard groups (a distributed pg_wf) hear it.
+    if (!parents.empty() && current_shard_group() != nullptr) note_remote_dependents(parents);
     if (!parents.empty()) {
         Params<1> o;
         o.set(0, int8_array(parents));

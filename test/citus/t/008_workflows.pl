@@ -112,6 +112,9 @@ is($q->("SELECT status FROM wf.jobs WHERE id = $id"), 'cancelled', 'the running 
 is(join(',', map { $c->sql_on($_, "SELECT cancelled_at IS NOT NULL FROM wf.workflow WHERE id = '$wc'") } $c->all_nodes),
 	't,t,t', "the cancel is in every node's copy of the workflow");
 is($q->("SELECT status FROM wf.workflows WHERE workflow_id = '$wc'"), 'cancelled', 'the workflow is cancelled');
+ok($c->wait_for("SELECT count(*) FROM wf.remote_dependent r JOIN wf.job p ON p.queue = r.parent_queue"
+	  . " AND p.id = r.parent_id WHERE p.workflow_id = '$wc'", '0'),
+	'the cancelled steps tell their successors in other groups, and forget them');
 
 # ---- rights and refusals ----
 $q->('CREATE ROLE tenant LOGIN');
