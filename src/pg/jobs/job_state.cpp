@@ -1209,17 +1209,27 @@ bool retry_job(Datum queue, int64 id) {
 int32 cancel_workflow_steps(Datum workflow_id, bool mark) {
     Params<1> w;
     w.set(0, workflow_id);
-    Params<2> steps;
-    steps.set(0, int8_array(lock_workflow.execute(w.values, w.nulls).int64_column("id")));
-    unready_workflow.execute(steps.values, steps.nulls);
-    steps.set(1, int8_array(idle_steps.execute(steps.values, steps.nulls).int64_column("id")));
-    Rows cancelled = cancel_steps.execute(steps.values, steps.nulls);
-    if (mark) mark_workflow_cancelled.execute(w.values, w.nulls);
-    jobs_ended(cancelled);
+    int32 count = 0;
     std::vector<int64> parents;
-    for (uint64 r = 0; r < cancelled.size(); r++)
-        if (cancelled.bool_at(r, "cancelled_parent")) parents.push_back(cancelled.int64_at(r, "id"));
-    int32 count = static_cast<int32>(cancelled.size());
+    // Two passes at least, then until one cancels nothing: a step that was
+    // completing when the first pass began (its row locked, which that pass
+    // waited for) may have added steps (wf_complete_with_steps) that the
+    // first pass's snapshot could not see; the next pass's can. A step
+    // added later finds its adder flagged, and adds nothing.
+    for (int pass = 0;; pass++) {
+        bool first = pass == 0;
+        Params<2> steps;
+        steps.set(0, int8_array(lock_workflow.execute(w.values, w.nulls).int64_column("id")));
+        unready_workflow.execute(steps.values, steps.nulls);
+        steps.set(1, int8_array(idle_steps.execute(steps.values, steps.nulls).int64_column("id")));
+        Rows cancelled = cancel_steps.execute(steps.values, steps.nulls);
+        if (first && mark) mark_workflow_cancelled.execute(w.values, w.nulls);
+        if (cancelled.empty() && !first) break;
+        jobs_ended(cancelled);
+        for (uint64 r = 0; r < cancelled.size(); r++)
+            if (cancelled.bool_at(r, "cancelled_parent")) parents.push_back(cancelled.int64_at(r, "id"));
+        count += static_cast<int32>(cancelled.size());
+    }
     // Their dependents in other shard groups (a distributed pg_wf) hear it.
     if (!parents.empty() && current_shard_group() != nullptr) note_remote_dependents(parents);
     if (!parents.empty()) {
