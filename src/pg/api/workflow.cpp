@@ -181,6 +181,22 @@ Datum parse_run_at(const core::StepSpec& step) {
     }
 }
 
+// Wakes the claimers of each queue in `queues` (a text[] of queues whose
+// new steps are pending).
+void note_ready_queues(Datum queues) {
+    call([&] {
+        ArrayType* array = DatumGetArrayTypeP(queues);
+        Datum* items;
+        bool* nulls;
+        int count;
+        deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
+        for (int i = 0; i < count; i++) {
+            text* q = DatumGetTextPP(items[i]);
+            note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
+        }
+    });
+}
+
 // Where insert_steps puts a spec's steps.
 struct StepsTarget {
     std::optional<Datum> workflow_id;          // an existing workflow (fan-out)
@@ -274,18 +290,7 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
 
     // The id outlives SPI: copied out by value.
     pg_uuid_t workflow_id = submitted.uuid_at(0, "workflow_id");
-    Datum ready_queues = submitted.datum(0, "ready_queues");
-    call([&] {
-        ArrayType* array = DatumGetArrayTypeP(ready_queues);
-        Datum* items;
-        bool* nulls;
-        int count;
-        deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
-        for (int i = 0; i < count; i++) {
-            text* q = DatumGetTextPP(items[i]);
-            note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
-        }
-    });
+    note_ready_queues(submitted.datum(0, "ready_queues"));
     return workflow_id;
 }
 
@@ -803,18 +808,7 @@ WF_SQL_FUNCTION(wf_group_insert_steps) {
         }
         for (auto& [queue, queue_keys] : keys) lock_keys_for_enqueue(queue, queue_keys);
         Rows done = insert_group_steps.execute(p.values, p.nulls);
-        Datum ready = done.datum(0, "ready_queues");
-        call([&] {
-            ArrayType* array = DatumGetArrayTypeP(ready);
-            Datum* items;
-            bool* nulls;
-            int count;
-            deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &count);
-            for (int i = 0; i < count; i++) {
-                text* q = DatumGetTextPP(items[i]);
-                note_queue_ready(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q));
-            }
-        });
+        note_ready_queues(done.datum(0, "ready_queues"));
         for (uint64 r = 0; r < ordered.size(); r++) count(ordered.text_at(r, "queue"), Metric::enqueued);
         Params<2> o;
         o.set(0, PG_GETARG_DATUM(2));
