@@ -1035,7 +1035,8 @@ CREATE TABLE wf.remote_dependent (
     parent_id    bigint NOT NULL,
     child_queue  text   NOT NULL,
     child_id     bigint NOT NULL,
-    PRIMARY KEY (parent_queue, parent_id, child_queue, child_id)
+    -- The parent's id first: a parent's end looks its dependents up by id.
+    PRIMARY KEY (parent_id, parent_queue, child_queue, child_id)
 );
 CREATE TABLE wf.remote_input (
     child_queue text   NOT NULL,
@@ -1081,6 +1082,13 @@ SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION wf._subscribe(text, bigint, text, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf._parent_ended(text, bigint, text, jsonb, text, bigint[]) FROM PUBLIC;
+-- In the parent's group, once it has ended: its end and its dependents in
+-- other groups, taken (deleted) under its lock.
+CREATE FUNCTION wf._take_dependents(queue text, parent_id bigint) RETURNS jsonb
+AS 'MODULE_PATHNAME', 'wf_group_take_dependents' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+REVOKE EXECUTE ON FUNCTION wf._take_dependents(text, bigint) FROM PUBLIC;
 
 -- 1.8, workflows on a distributed pg_wf: one shard group's steps of a
 -- workflow wf_submit makes, and wf_cancel_workflow in one group.

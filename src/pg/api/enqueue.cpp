@@ -271,7 +271,7 @@ WF_SQL_FUNCTION(wf_group_parent_ended) {
     int count = 0;
     Datum* elements = nullptr;
     bool* nulls = nullptr;
-    call([&] { deconstruct_array(array, INT8OID, 8, true, 'd', &elements, &nulls, &count); });
+    call([&] { deconstruct_array(array, INT8OID, 8, FLOAT8PASSBYVAL, 'd', &elements, &nulls, &count); });
     std::vector<int64> children;
     for (int i = 0; i < count; i++)
         if (!nulls[i]) children.push_back(DatumGetInt64(elements[i]));
@@ -279,4 +279,17 @@ WF_SQL_FUNCTION(wf_group_parent_ended) {
         return deliver_parent_end(parent, status, optional_arg(fcinfo, 3), PG_GETARG_DATUM(4), children);
     });
     PG_RETURN_INT32(static_cast<int32>(changed));
+}
+
+// wf._take_dependents(queue, parent_id) -> jsonb: in the parent's group, on
+// a distributed pg_wf (called by the relay); NULL while it has not ended.
+WF_SQL_FUNCTION(wf_group_take_dependents) {
+    require_group_call_from_pg_wf("wf._take_dependents");
+    queue_arg(fcinfo, 0);
+    int64 parent = int64_arg(fcinfo, 1, "parent_id");
+    std::optional<Datum> taken = with_queue_tables(PG_GETARG_DATUM(0), [&] {
+        return take_dependents(PG_GETARG_DATUM(0), parent);
+    });
+    if (!taken) PG_RETURN_NULL();
+    PG_RETURN_DATUM(*taken);
 }

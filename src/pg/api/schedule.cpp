@@ -324,7 +324,9 @@ WF_SQL_FUNCTION(wf_schedule) {
                 "INSERT INTO wf.schedule (name, cron, queue, payload, next_run_at, owner) VALUES (" +
                 sql_literal(text_of(PG_GETARG_DATUM(0))) + ", " + sql_literal(cron) + ", " +
                 sql_literal(queue) + ", " + jsonb_literal(payload) + ", " + timestamptz_literal(next) +
-                ", " + sql_literal(owner) + "::pg_catalog.regrole)"
+                // regrole reads an identifier: quoted, a name keeps its case.
+                ", " + sql_literal(call([&] { return quote_identifier(owner); })) +
+                "::pg_catalog.regrole)"
                 " ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, queue = excluded.queue,"
                 "   payload = excluded.payload, next_run_at = excluded.next_run_at,"
                 "   owner = excluded.owner, updated_at = " + now_literal());

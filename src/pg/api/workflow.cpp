@@ -430,6 +430,13 @@ pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec) {
     if (spec.key)
         throw core::Error("0A000", "workflow keys are not supported on a distributed pg_wf yet",
                           {}, "Submit it without \"key\" (README, \"Scaling out\").");
+    // Its steps' edges between groups need the 1.8 tables distributed.
+    if (!run_through_citus("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition"
+                           " WHERE logicalrelid = 'wf.remote_input'::pg_catalog.regclass) AS d")
+             .bool_at(0, "d"))
+        throw core::Error("55000", "pg_wf's 1.8 tables are not distributed yet",
+                          "ALTER EXTENSION pg_wf UPDATE added them; wf_distribute() hands them to Citus.",
+                          "Run SELECT wf_distribute() on the coordinator.");
     // Each step's shard group, as Citus places its queue.
     std::map<std::string, int64> shard_of;
     for (const core::StepSpec& step : spec.steps) shard_of[step.queue] = 0;
@@ -464,8 +471,10 @@ pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec) {
         std::optional<std::string> version = step.version ? step.version : spec.version;
         std::string run_at;
         if (step.run_at) {
+            // ISO 8601 with its offset, whatever this session's DateStyle:
+            // the group's node reads it with its own settings.
             Datum t = parse_run_at(step);
-            char* text = call([&] { return DatumGetCString(DirectFunctionCall1(timestamptz_out, t)); });
+            char* text = call([&] { return JsonEncodeDateTime(nullptr, t, TIMESTAMPTZOID, nullptr); });
             run_at = json_string(text);
         }
         std::string object =

@@ -20,7 +20,6 @@ class ThroughCitus {
 public:
     ThroughCitus() {
         GetUserIdAndSecContext(&saved_user_, &saved_context_);
-        SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, saved_context_ | SECURITY_LOCAL_USERID_CHANGE);
         nest_level_ = call([] {
             int level = NewGUCNestLevel();
             set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
@@ -29,6 +28,8 @@ public:
                               PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
             return level;
         });
+        // Last: nothing after it can throw before the destructor is armed.
+        SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, saved_context_ | SECURITY_LOCAL_USERID_CHANGE);
     }
     ~ThroughCitus() {
         if (std::uncaught_exceptions() == exceptions_) {
@@ -132,7 +133,16 @@ int64 call_in_group(const char* function, const std::string& queue, const std::s
 std::string call_in_group_text(const char* function, const std::string& queue,
                                const std::string& arguments) {
     Rows rows = call_in_group_rows(function, queue, arguments);
-    return rows.size() == 1 ? rows.text_at(0, "r") : std::string();
+    if (rows.size() != 1 || rows.is_null(0, "r")) return {};
+    // Any type, as its text (a jsonb is not stored as text).
+    Datum value = rows.datum(0, "r");
+    char* text = call([&] {
+        Oid output;
+        bool varlena;
+        getTypeOutputInfo(SPI_gettypeid(rows.table()->tupdesc, 1), &output, &varlena);
+        return OidOutputFunctionCall(output, value);
+    });
+    return text;
 }
 
 std::string int8_array_literal(const std::vector<int64>& ids) {

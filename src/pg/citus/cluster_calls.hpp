@@ -46,7 +46,7 @@ std::vector<std::string> one_queue_per_group(const std::vector<std::string>& que
 // the queue -- on the node holding the queue's shard group; returns its
 // bigint/int result (0 for NULL).
 int64 call_in_group(const char* function, const std::string& queue, const std::string& arguments);
-// The same for a function returning text ("" for NULL).
+// The same for a function of any other result type, as text ("" for NULL).
 std::string call_in_group_text(const char* function, const std::string& queue,
                                const std::string& arguments);
 

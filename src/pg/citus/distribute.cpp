@@ -60,6 +60,7 @@ const char* const kGroupFunctions[] = {
     "wf._sweep_group(text)",
     "wf._subscribe(text, bigint, text, bigint)",
     "wf._parent_ended(text, bigint, text, jsonb, text, bigint[])",
+    "wf._take_dependents(text, bigint)",
     "wf._insert_steps(text, uuid, jsonb, text)",
     "wf._cancel_workflow(text, uuid)",
     "wf._recover_lost_claims(text)",

@@ -130,6 +130,7 @@ ShardGroup* group_of(int64 job_shard) {
                                     rows.bool_at(r, "replicated")});
             if (rows.text_at(r, "relname") == "ready")
                 group->ready_suffix = "_" + std::to_string(rows.int64_at(r, "shard"));
+            if (rows.text_at(r, "relname") == "remote_input") group->cross_group = true;
         }
         if (group->ready_suffix.empty())
             throw core::Error("55000", "the shard group of wf.job's shard " + std::to_string(job_shard) +
@@ -202,6 +203,8 @@ bool distributed() {
 }
 
 ShardGroup* current_shard_group() { return current; }
+
+bool routed_with_cross_group_dependencies() { return current != nullptr && current->cross_group; }
 
 bool delegated_by_citus() {
     const char* name = call([] { return GetConfigOption("application_name", true, false); });

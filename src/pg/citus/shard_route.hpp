@@ -30,7 +30,16 @@ struct ShardGroup : SqlRoute {
     int64 shard_index = 0;     // Citus's lock on the group's metadata: its index
     int64 colocation = 0;      // and colocation group
     std::string ready_suffix;  // "_102040": wf.ready's shard and its indexes' names end so
+    // Its tables of dependencies between groups (1.8: wf.remote_input and
+    // wf.remote_dependent) are distributed: a 1.7 schema, or one updated
+    // but not distributed again, has none, and such a group serves the
+    // dependencies inside it only.
+    bool cross_group = false;
 };
+
+// Whether the current statements are routed to a group that serves
+// dependencies between groups (remote_dependencies.hpp).
+bool routed_with_cross_group_dependencies();
 
 // While one exists, pg_wf's statements name the local shards of one group.
 // Constructed inside SPI (frame.hpp); a no-op where pg_wf is not

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "pg/jobs/job_state.hpp"
 #include "pg/runtime/wakeup.hpp"
+#include "pg/runtime/run_as.hpp"
 #include "pg/runtime/worker_registry.hpp"
 
 namespace wf::pg {
@@ -169,11 +170,15 @@ PreparedStatement restore_cancelled(
     "    SET status = 'blocked', finished_at = NULL, cancelled_by = NULL, last_error = NULL,"
     "        pending_deps = (SELECT count(*) FROM wf.job p"
     "                         WHERE p.id = ANY(j.depends_on) AND p.status <> 'done')"
+    // $2, a group serving dependencies between groups: those not here count
+    // as unfinished, and are asked again (restore_descendants).
+    "                     + CASE WHEN $2 THEN (SELECT count(*) FROM unnest(j.depends_on) AS x"
+    "                         WHERE NOT EXISTS (SELECT 1 FROM wf.job p WHERE p.id = x)) ELSE 0 END"
     "   FROM back WHERE j.queue = back.queue AND j.id = back.id"
-    " RETURNING j.id)"
+    " RETURNING j.queue, j.id)"
     WF_SQL_FORGIVE_DEBTS("restored")
-    " SELECT id FROM restored",
-    {INT8OID});
+    " SELECT queue, id FROM restored",
+    {INT8OID, BOOLOID});
 
 // The failed or cancelled parents of jobs $1 (each once).
 PreparedStatement dead_parents_of(
@@ -213,7 +218,7 @@ DependencyState lock_dependencies(const std::vector<int64>& ids) {
             state.unfinished.push_back(id);
         }
     }
-    bool in_group = current_shard_group() != nullptr;
+    bool in_group = routed_with_cross_group_dependencies();
     for (int64 id : ids)
         if (!std::binary_search(found.begin(), found.end(), id)) {
             if (in_group) {
@@ -262,18 +267,18 @@ uint64 cancel_dependents(const std::vector<int64>& job_ids, const char* what_hap
             if (rows.empty()) break;
             cancelled += rows.size();
             jobs_ended(rows);
-            if (current_shard_group() != nullptr) note_remote_dependents(rows.int64_column("id"));
+            if (routed_with_cross_group_dependencies()) note_remote_dependents(rows.int64_column("id"));
         }
     }
     // Their dependents in other shard groups (a distributed pg_wf).
-    if (current_shard_group() != nullptr) note_remote_dependents(job_ids);
+    if (routed_with_cross_group_dependencies()) note_remote_dependents(job_ids);
     return cancelled;
 }
 
 void release_dependents(const std::vector<int64>& job_ids) {
     if (job_ids.empty()) return;
     // Their dependents in other shard groups (a distributed pg_wf).
-    if (current_shard_group() != nullptr) note_remote_dependents(job_ids);
+    if (routed_with_cross_group_dependencies()) note_remote_dependents(job_ids);
     Params<2> p;
     p.set(0, int8_array(job_ids));
     // A child shared with another parent completing at the same moment is
@@ -324,11 +329,29 @@ void lock_dependencies_of(Datum queue, int64 id) {
 }
 
 void restore_descendants(int64 id) {
-    Params<1> r;
+    Params<2> r;
     r.set(0, Int64GetDatum(id));
+    bool cross_group = routed_with_cross_group_dependencies();
+    r.set(1, BoolGetDatum(cross_group));
     lock_restored_parents.execute(r.values, r.nulls);
-    std::vector<int64> restored = restore_cancelled.execute(r.values, r.nulls).int64_column("id");
+    Rows back = restore_cancelled.execute(r.values, r.nulls);
+    std::vector<int64> restored = back.int64_column("id");
     if (restored.empty()) return;
+    // Their dependencies in other groups (a distributed pg_wf) are asked
+    // again, as wf_retry asks a retried job's.
+    if (cross_group) {
+        std::vector<std::pair<std::string, int64>> jobs;
+        for (uint64 row = 0; row < back.size(); row++)
+            jobs.emplace_back(back.text_at(row, "queue"), back.int64_at(row, "id"));
+        const char* role = call([] { return GetUserNameFromId(RunAsOwner::caller(), false); });
+        for (const auto& [queue, job] : jobs) {
+            Datum q = text_datum(queue);
+            std::vector<int64> remote = remote_dependencies_of(q, job);
+            if (remote.empty()) continue;
+            forget_remote_inputs(q, job);
+            note_subscription(q, job, remote, role);
+        }
+    }
     // A job restored here may also wait on another parent that failed or
     // was cancelled: it is cancelled again, by that parent, whose own retry
     // brings it back (as it brings back the jobs below it).

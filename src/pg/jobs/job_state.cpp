@@ -899,7 +899,7 @@ std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int lim
     p.set(8, datum_array(run_ats, no_nulls, TIMESTAMPTZOID));
     p.set_or_null(9, !owner.max_run_time,
                   owner.max_run_time ? IntervalPGetDatum(&*owner.max_run_time) : 0);
-    Rows claimed = (current_shard_group() != nullptr ? claim_statement_in_group : claim_statement)
+    Rows claimed = (routed_with_cross_group_dependencies() ? claim_statement_in_group : claim_statement)
                        .execute(p.values, p.nulls);
     if (claimed.empty()) {
         // An empty claim in a long wait: nothing to keep until SPI_finish.
@@ -1192,7 +1192,7 @@ bool retry_job(Datum queue, int64 id) {
     // On a distributed pg_wf, its dependencies in other shard groups count
     // as unfinished, and are asked again (remote_dependencies.hpp).
     std::vector<int64> remote;
-    if (current_shard_group() != nullptr) remote = remote_dependencies_of(queue, id);
+    if (routed_with_cross_group_dependencies()) remote = remote_dependencies_of(queue, id);
     Params<3> r;
     r.set(0, queue);
     r.set(1, Int64GetDatum(id));
@@ -1200,8 +1200,10 @@ bool retry_job(Datum queue, int64 id) {
     Rows retried = retry_statement.execute(r.values, r.nulls);
     if (retried.size() != 1) return false;
     if (retried.text_at(0, "status") == "pending") note_queue_ready(text_view(queue));
-    if (!remote.empty())
+    if (!remote.empty()) {
+        forget_remote_inputs(queue, id);
         note_subscription(queue, id, remote, call([] { return GetUserNameFromId(RunAsOwner::caller(), false); }));
+    }
     restore_descendants(id);
     return true;
 }
@@ -1231,7 +1233,7 @@ int32 cancel_workflow_steps(Datum workflow_id, bool mark) {
         count += static_cast<int32>(cancelled.size());
     }
     // Their dependents in other shard groups (a distributed pg_wf) hear it.
-    if (!parents.empty() && current_shard_group() != nullptr) note_remote_dependents(parents);
+    if (!parents.empty() && routed_with_cross_group_dependencies()) note_remote_dependents(parents);
     if (!parents.empty()) {
         Params<1> o;
         o.set(0, int8_array(parents));

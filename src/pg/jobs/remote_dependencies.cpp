@@ -17,7 +17,7 @@ PreparedStatement insert_subscription(
 PreparedStatement insert_endings(
     "INSERT INTO wf.outbox (kind, parent_queue, parent_ids)"
     " SELECT DISTINCT 'ended', r.parent_queue, ARRAY[r.parent_id] FROM wf.remote_dependent r"
-    "  WHERE r.parent_id = ANY ($1)"
+    "  WHERE r.parent_id = ANY ($1)"  // the leading column of its key
     " RETURNING id",
     {INT8ARRAYOID});
 
@@ -33,13 +33,35 @@ PreparedStatement record_remote_dependent(
     " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
     {TEXTOID, INT8OID, TEXTOID, INT8OID});
 
+// A parent's result, once per child and parent: a child whose input is
+// there already was released of this parent (a delivery that comes twice
+// -- its old subscription and a new one after a retry -- releases once).
+// wf_retry of the child forgets its inputs, and asks again.
 PreparedStatement record_remote_input(
     "INSERT INTO wf.remote_input (child_queue, child_id, parent_id, name, result)"
     " SELECT d.child_queue, d.child_id, $1, $2, $3 FROM wf.dependency d"
     "  WHERE d.parent_id = $1 AND d.child_id = ANY ($4)"
-    " ON CONFLICT (child_queue, child_id, parent_id)"
-    " DO UPDATE SET name = excluded.name, result = excluded.result",
+    " ON CONFLICT (child_queue, child_id, parent_id) DO NOTHING"
+    " RETURNING child_id",
     {INT8OID, TEXTOID, JSONBOID, INT8ARRAYOID});
+
+PreparedStatement forget_inputs(
+    "DELETE FROM wf.remote_input WHERE child_queue = $1 AND child_id = $2", {TEXTOID, INT8OID});
+
+// The parent's end and its dependents elsewhere, taken under its lock: a
+// retry of the parent (which takes the lock) comes before, and then it has
+// not ended, or after, and then they were told.
+PreparedStatement lock_ended_parent(
+    "SELECT status, result, coalesce(step_name, id::text) AS name FROM wf.job"
+    " WHERE queue = $1 AND id = $2 FOR NO KEY UPDATE",
+    {TEXTOID, INT8OID});
+PreparedStatement take_remote_dependents(
+    "WITH taken AS (DELETE FROM wf.remote_dependent WHERE parent_id = $2 AND parent_queue = $1"
+    "               RETURNING child_queue, child_id)"
+    " SELECT jsonb_build_object('status', $3::text, 'result', $4::jsonb, 'name', $5::text,"
+    "        'children', coalesce(jsonb_agg(jsonb_build_object('queue', child_queue, 'id', child_id)),"
+    "                             '[]')) AS taken FROM taken",
+    {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID});
 
 // A parent that does not exist, or in a queue whose jobs the child's
 // enqueuer may not read ($3 says which): the children are cancelled.
@@ -104,9 +126,9 @@ int64 deliver_parent_end(int64 parent, const std::string& status, std::optional<
         p.set(1, name);
         p.set_or_null(2, !result, result.value_or(0));
         p.set(3, int8_array(children));
-        record_remote_input.execute(p.values, p.nulls);
-        release_children_of(parent, children);
-        return static_cast<int64>(children.size());
+        std::vector<int64> fresh = record_remote_input.execute(p.values, p.nulls).int64_column("child_id");
+        release_children_of(parent, fresh);
+        return static_cast<int64>(fresh.size());
     }
     if (status == "missing" || status == "forbidden") {
         std::string reason = "dependency job " + std::to_string(parent) + " does not exist";
@@ -127,6 +149,28 @@ int64 deliver_parent_end(int64 parent, const std::string& status, std::optional<
         return static_cast<int64>(ids.size()) + below;
     }
     return static_cast<int64>(cancel_dependents({parent}, status == "failed" ? "failed" : "was cancelled"));
+}
+
+std::optional<Datum> take_dependents(Datum parent_queue, int64 parent_id) {
+    Params<5> p;
+    p.set(0, parent_queue);
+    p.set(1, Int64GetDatum(parent_id));
+    Rows parent = lock_ended_parent.execute(p.values, p.nulls);
+    std::string status = parent.empty() ? "missing" : parent.text_at(0, "status");
+    if (status != "done" && status != "failed" && status != "cancelled" && status != "missing")
+        return std::nullopt;  // retried since: its next end is told then
+    p.set(2, text_datum(status));
+    p.set_or_null(3, parent.empty() || parent.is_null(0, "result"), parent.empty() ? 0 : parent.datum(0, "result"));
+    p.set(4, parent.empty() ? text_datum(std::to_string(parent_id)) : parent.datum(0, "name"));
+    Datum taken = take_remote_dependents.execute(p.values, p.nulls).datum(0, "taken");
+    return call([&] { return SPI_datumTransfer(taken, false, -1); });
+}
+
+void forget_remote_inputs(Datum queue, int64 id) {
+    Params<2> p;
+    p.set(0, queue);
+    p.set(1, Int64GetDatum(id));
+    forget_inputs.execute(p.values, p.nulls);
 }
 
 std::vector<int64> remote_dependencies_of(Datum queue, int64 id) {

@@ -12,13 +12,16 @@
 //     either C is recorded in wf.remote_dependent there (P unfinished) or
 //     P's end is delivered to C at once (wf._parent_ended in C's group).
 //   P ends (done, failed, cancelled, by any transition): its dependents in
-//     wf.remote_dependent -> outbox 'ended'; the worker delivers P's end to
-//     each of their groups (wf._parent_ended) and forgets them.
+//     wf.remote_dependent -> outbox 'ended'; the worker takes P's end and
+//     its dependents out of P's group under P's lock (wf._take_dependents)
+//     and delivers it to each of their groups (wf._parent_ended).
 //   wf._parent_ended in C's group: done -> P's result recorded as C's
 //     input (wf.remote_input) and C released of P; failed or cancelled ->
 //     C and what waits on it cancelled (and further groups noted again).
 //
-// So each edge's release happens exactly once. A parent's end is seen by
+// So each edge's release happens exactly once: a delivery that comes twice
+// (an old subscription and a new one after a retry of the child) finds
+// the parent's result recorded, and releases nothing. A parent's end is seen by
 // its dependents in other groups a worker's round trip later (the worker
 // is woken at commit). Inside a routed group only; on one server these do
 // nothing and are never called.
@@ -56,5 +59,17 @@ int64 deliver_parent_end(int64 parent, const std::string& status, std::optional<
 
 // The ids of job (queue, id)'s dependencies that are not in this group.
 std::vector<int64> remote_dependencies_of(Datum queue, int64 id);
+
+// Before a job asks its dependencies in other groups again (a retry):
+// the results they delivered go, each to be delivered (and released) once
+// more.
+void forget_remote_inputs(Datum queue, int64 id);
+
+// In the parent's group, once job (parent_queue, parent_id) has ended (or
+// is gone): {"status", "result", "name", "children": [{"queue", "id"}]},
+// its dependents in other groups taken out of wf.remote_dependent under
+// its lock; nothing when it has not ended (retried since). A Datum copied
+// out of SPI memory.
+std::optional<Datum> take_dependents(Datum parent_queue, int64 parent_id);
 
 }  // namespace wf::pg

@@ -72,7 +72,8 @@ int64 sweep_cluster() {
              "SELECT DISTINCT queue FROM wf.claim WHERE queue <> ''",
              "SELECT DISTINCT queue FROM wf.event_wait",
              "SELECT DISTINCT child_queue AS queue FROM wf.release_debt",
-             "SELECT DISTINCT queue FROM wf.job WHERE start_by <= " + now + " AND status = 'pending'"}))
+             "SELECT DISTINCT queue FROM wf.job WHERE start_by <= " + now +
+                 " AND status IN ('pending', 'blocked')"}))
         recovered += call_in_group("_sweep_group", queue, "");
     fire_due_schedules();
     return recovered;

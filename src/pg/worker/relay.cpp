@@ -79,30 +79,56 @@ void relay_subscription(const std::string& child_queue, int64 child,
             deliver(child_queue, parent, "forbidden", "NULL", parent_queue, {child});
             continue;
         }
-        std::string status = call_in_group_text(
-            "_subscribe", parent_queue,
-            std::to_string(parent) + "::pg_catalog.int8, " + sql_literal(child_queue) +
-                "::pg_catalog.text, " + std::to_string(child) + "::pg_catalog.int8");
-        if (status == "waiting") continue;
-        std::optional<End> end = end_of(parent_queue, parent);
-        if (!end) continue;  // cannot be: it was final under the parent's lock
-        deliver(child_queue, parent, end->status, end->result_literal, end->name, {child});
+        // Subscribed, or told the end it had; a failed parent retried
+        // between the two statements is asked again.
+        for (int tries = 0; tries < 10; tries++) {
+            std::string status = call_in_group_text(
+                "_subscribe", parent_queue,
+                std::to_string(parent) + "::pg_catalog.int8, " + sql_literal(child_queue) +
+                    "::pg_catalog.text, " + std::to_string(child) + "::pg_catalog.int8");
+            if (status == "waiting") break;
+            std::optional<End> end = end_of(parent_queue, parent);
+            if (!end) continue;
+            deliver(child_queue, parent, end->status, end->result_literal, end->name, {child});
+            break;
+        }
     }
 }
 
-// 'ended': job (parent_queue, parent) ended; its dependents elsewhere hear it.
+// 'ended': job (parent_queue, parent) ended; its dependents elsewhere hear
+// it. Its group hands over its end and its dependents at once, under its
+// lock (wf._take_dependents), so a retry of it cannot come in between.
+PreparedStatement unpack_taken(
+    "SELECT t ->> 'status' AS status, coalesce(jsonb_typeof(t -> 'result'), 'null') = 'null' AS no_result,"
+    "       (t -> 'result')::text AS result, t ->> 'name' AS name,"
+    "       c.queue, array_agg(c.id ORDER BY c.id)::text AS children"
+    "  FROM (SELECT $1::jsonb AS t) AS x,"
+    "       jsonb_to_recordset(x.t -> 'children') AS c(queue text, id bigint)"
+    " GROUP BY 1, 2, 3, 4, 5",
+    {TEXTOID});
+
 void relay_end(const std::string& parent_queue, int64 parent) {
-    std::optional<End> end = end_of(parent_queue, parent);
-    if (!end) return;  // retried since: its next end is relayed then
-    std::string edges = " FROM wf.remote_dependent WHERE parent_queue = " + sql_literal(parent_queue) +
-                        " AND parent_id = " + std::to_string(parent);
-    Rows dependents = run_through_citus("SELECT child_queue, child_id" + edges + " ORDER BY 1, 2");
-    std::map<std::string, std::vector<int64>> by_queue;
-    for (uint64 r = 0; r < dependents.size(); r++)
-        by_queue[dependents.text_at(r, "child_queue")].push_back(dependents.int64_at(r, "child_id"));
-    for (const auto& [child_queue, children] : by_queue)
-        deliver(child_queue, parent, end->status, end->result_literal, end->name, children);
-    if (!by_queue.empty()) run_through_citus("DELETE" + edges);
+    std::string taken = call_in_group_text("_take_dependents", parent_queue,
+                                           std::to_string(parent) + "::pg_catalog.int8");
+    if (taken.empty()) return;  // retried since: its next end is relayed then
+    Params<1> p;
+    p.set(0, text_datum(taken));
+    Rows groups = unpack_taken.execute(p.values, p.nulls);
+    struct Delivery {
+        std::string queue, status, result, name, children;
+    };
+    std::vector<Delivery> deliveries;
+    for (uint64 r = 0; r < groups.size(); r++)
+        deliveries.push_back({groups.text_at(r, "queue"), groups.text_at(r, "status"),
+                              groups.bool_at(r, "no_result")
+                                  ? std::string("NULL")
+                                  : sql_literal(groups.text_at(r, "result")) + "::pg_catalog.jsonb",
+                              groups.text_at(r, "name"), groups.text_at(r, "children")});
+    for (const Delivery& d : deliveries)
+        call_in_group("_parent_ended", d.queue,
+                      std::to_string(parent) + "::pg_catalog.int8, " + sql_literal(d.status) +
+                          "::pg_catalog.text, " + d.result + ", " + sql_literal(d.name) +
+                          "::pg_catalog.text, " + sql_literal(d.children) + "::pg_catalog.int8[]");
 }
 
 }  // namespace

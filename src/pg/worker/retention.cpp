@@ -112,7 +112,7 @@ int64 expire_finished_jobs(int64* cursor, int keep_seconds, int batch) {
         Params<1> l;
         l.set(0, p.values[1]);
         (in_group ? expire_group_leftovers : expire_leftovers).execute(l.values, l.nulls);
-        if (in_group && schema_at_least("1.8")) expire_remote_leftovers.execute();
+        if (routed_with_cross_group_dependencies()) expire_remote_leftovers.execute();
     }
     return deleted;
 }

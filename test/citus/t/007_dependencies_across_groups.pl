@@ -111,6 +111,52 @@ is($q->("SELECT wf_cancel('$qd', $pk)"), 't', 'the parent cancelled');
 ok($c->wait_for("SELECT status || ' ' || last_error FROM wf.jobs WHERE id = $ck",
 		"cancelled dependency job $pk was cancelled"), 'the child on the other node too');
 
+# A job cancelled by a parent in its own group, brought back by that
+# parent's retry, still waits on its parent in the other group.
+{
+	my $l = $q->("SELECT wf_enqueue('$qb', '{}', step_name => 'here')");
+	my $p = $q->("SELECT wf_enqueue('$qa', '{}', step_name => 'there')");
+	my $child = $q->("SELECT wf_enqueue('$qb', '{}', depends_on => ARRAY[$l, $p])");
+	ok($c->wait_for("SELECT count(*) FROM wf.remote_dependent WHERE child_id = $child", '1'), 'subscribed');
+	claim_and($qb, $l, q{wf_fail(%q, %id, %a, 'no', permanent => true)});
+	is($status->($child), 'cancelled', 'cancelled by its parent in the same group');
+	is($q->("SELECT wf_retry('$qb', $l)"), 't', 'that parent retried');
+	is($q->("SELECT status || ' ' || pending_deps FROM wf.job WHERE id = $child"), 'blocked 2',
+		'the job is back, counting the parent elsewhere too');
+	claim_and($qb, $l, q{wf_complete(%q, %id, %a)});
+	ok($c->wait_for("SELECT count(*) FROM wf.outbox", '0'), 'relayed');
+	is($q->("SELECT status || ' ' || pending_deps FROM wf.job WHERE id = $child"), 'blocked 1',
+		'its local parent done: it still waits on the one in the other group');
+	claim_and($qa, $p, q{wf_complete(%q, %id, %a)});
+	ok($c->wait_for("SELECT status FROM wf.jobs WHERE id = $child", 'pending'), 'both done: pending');
+}
+
+# A retried job whose parent ends while its new subscription is on its
+# way is released of that parent once, not twice.
+for my $round (1 .. 5)
+{
+	my $p1 = $q->("SELECT wf_enqueue('$qa', '{}')");
+	my $p2 = $q->("SELECT wf_enqueue('$qc', '{}')");
+	my $child = $q->("SELECT wf_enqueue('$qb', '{}', depends_on => ARRAY[$p1, $p2])");
+	ok($c->wait_for("SELECT count(*) FROM wf.remote_dependent WHERE child_id = $child", '2'), "round $round: subscribed");
+	$q->("SELECT wf_cancel('$qb', $child)");
+	my $client = $coord->background_psql('postgres');
+	my ($id, $attempt) = (0, 0);
+	for (1 .. 100)
+	{
+		($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qa')");
+		last if !defined $id || $id eq $p1;
+		$client->query_safe("SELECT wf_complete('$qa', $id, $attempt)");
+	}
+	# The retry and the parent's completion commit together: the
+	# subscription and the parent's end race to the child.
+	$client->query_safe("BEGIN; SELECT wf_retry('$qb', $child); SELECT wf_complete('$qa', $p1, $attempt); COMMIT;");
+	$client->quit;
+	ok($c->wait_for("SELECT count(*) FROM wf.outbox", '0'), "round $round: relayed");
+	is($q->("SELECT status || ' ' || pending_deps FROM wf.job WHERE id = $child"), 'blocked 1',
+		"round $round: still blocked on the other parent");
+}
+
 # ---- a job that does not exist, a queue the enqueuer may not read ----
 my $orphan = $q->("SELECT wf_enqueue('$qb', '{}', depends_on => ARRAY[42])");
 ok($c->wait_for("SELECT status || ' ' || last_error FROM wf.jobs WHERE id = $orphan",
