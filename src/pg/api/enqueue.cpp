@@ -244,6 +244,7 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
 // parent's group, on a distributed pg_wf (called by the relay).
 WF_SQL_FUNCTION(wf_group_subscribe) {
     require_group_call_from_pg_wf("wf._subscribe");
+    BoundedLockWaits bounded;
     queue_arg(fcinfo, 0);
     int64 parent = int64_arg(fcinfo, 1, "parent_id");
     queue_arg(fcinfo, 2);
@@ -258,6 +259,7 @@ WF_SQL_FUNCTION(wf_group_subscribe) {
 // in the children's group, on a distributed pg_wf (called by the relay).
 WF_SQL_FUNCTION(wf_group_parent_ended) {
     require_group_call_from_pg_wf("wf._parent_ended");
+    BoundedLockWaits bounded;
     queue_arg(fcinfo, 0);
     int64 parent = int64_arg(fcinfo, 1, "parent_id");
     std::string status(text_arg(fcinfo, 2, "status"));
@@ -285,6 +287,7 @@ WF_SQL_FUNCTION(wf_group_parent_ended) {
 // a distributed pg_wf (called by the relay); NULL while it has not ended.
 WF_SQL_FUNCTION(wf_group_take_dependents) {
     require_group_call_from_pg_wf("wf._take_dependents");
+    BoundedLockWaits bounded;
     queue_arg(fcinfo, 0);
     int64 parent = int64_arg(fcinfo, 1, "parent_id");
     std::optional<Datum> taken = with_queue_tables(PG_GETARG_DATUM(0), [&] {

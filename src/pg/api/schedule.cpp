@@ -406,6 +406,7 @@ WF_SQL_FUNCTION(wf_enable_schedule) {
 // NULL when the tick's key is taken); called by fire_on_cluster.
 WF_SQL_FUNCTION(wf_group_fire_tick) {
     require_group_call_from_pg_wf("wf._fire_tick");
+    BoundedLockWaits bounded;
     std::string queue(queue_arg(fcinfo, 0));
     Datum payload = payload_arg(fcinfo, 1, "payload");
     core::require_not_null(PG_ARGISNULL(2), "run_at");

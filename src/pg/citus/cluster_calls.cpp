@@ -151,6 +151,25 @@ std::string int8_array_literal(const std::vector<int64>& ids) {
     return "ARRAY[" + list + "]::pg_catalog.int8[]";
 }
 
+BoundedLockWaits::BoundedLockWaits() : exceptions_(std::uncaught_exceptions()) {
+    nest_level_ = call([] {
+        int level = NewGUCNestLevel();
+        set_config_option("lock_timeout", "1s", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+                          false);
+        return level;
+    });
+}
+
+BoundedLockWaits::~BoundedLockWaits() {
+    if (std::uncaught_exceptions() != exceptions_) return;  // the abort restores it
+    int level = nest_level_;
+    try {
+        call([&] { AtEOXact_GUC(true, level); });
+    } catch (...) {
+        // As in ThroughCitus: the transaction's end restores it then.
+    }
+}
+
 void require_group_call_from_pg_wf(const char* function) {
     if (call([] { return superuser(); })) return;
     throw core::Error(core::sqlstate::insufficient_privilege,

@@ -57,4 +57,23 @@ std::string int8_array_literal(const std::vector<int64>& ids);
 // only pg_wf calls them (through call_in_group).
 void require_group_call_from_pg_wf(const char* function);
 
+// While it lives, a lock wait in this backend ends after a second (55P03).
+// For the group functions a node's worker calls (the relay, cron): a
+// worker's transaction spans nodes, and Citus's detection of distributed
+// deadlocks does not see a background worker's, so a wait it closes a
+// cycle with -- a user's cancel holding a parent here and waiting for the
+// worker's lock on a child elsewhere -- would last forever. The worker's
+// transaction fails instead, and its next pass tries again.
+class BoundedLockWaits {
+public:
+    BoundedLockWaits();
+    ~BoundedLockWaits();
+    BoundedLockWaits(const BoundedLockWaits&) = delete;
+    BoundedLockWaits& operator=(const BoundedLockWaits&) = delete;
+
+private:
+    int nest_level_ = 0;
+    int exceptions_;
+};
+
 }  // namespace wf::pg
