@@ -11,6 +11,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 }
 
 namespace wf::pg {
@@ -38,9 +39,20 @@ void on_relcache_invalidation(Datum, Oid relid) {
     }
 }
 
+// A table pg_wf did not have when it looked (one ALTER EXTENSION pg_wf
+// UPDATE adds) is watched by no relcache entry; the update's new functions
+// (pg_proc invalidations) tell of it.
+void on_function_invalidation(Datum, int, uint32) {
+    generation++;
+    detected = Detected::unknown;
+}
+
 void register_callback() {
     if (callback_registered) return;
-    call([] { listen_to_relcache(on_relcache_invalidation); });
+    call([] {
+        listen_to_relcache(on_relcache_invalidation);
+        CacheRegisterSyscacheCallback(PROCOID, on_function_invalidation, 0);
+    });
     callback_registered = true;
 }
 
@@ -51,11 +63,15 @@ Oid wf_relation(const char* name) {
     });
 }
 
-// Citus's statements: prepared only where Citus is installed.
-PreparedStatement distributed_tables(
-    "SELECT p.logicalrelid::oid AS relid FROM pg_catalog.pg_dist_partition p"
-    "  JOIN pg_catalog.pg_class c ON c.oid = p.logicalrelid"
-    " WHERE c.relnamespace = 'wf'::regnamespace", {});
+// Citus's statements: prepared only where Citus is installed. Every table
+// of wf, each marked whether Citus distributes it: all are watched, for a
+// table distributed later (wf_distribute does one table at a time, and the
+// tables of a schema update come later still) changes the shard groups too.
+PreparedStatement wf_tables(
+    "SELECT c.oid::pg_catalog.int8 AS relid, EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p"
+    "                                WHERE p.logicalrelid = c.oid) AS distributed"
+    "  FROM pg_catalog.pg_class c"
+    " WHERE c.relnamespace = 'wf'::regnamespace AND c.relkind IN ('r', 'p')", {});
 
 PreparedStatement shard_for_queue(
     "SELECT pg_catalog.get_shard_id_for_distribution_column('wf.job', $1) AS shard", {TEXTOID});
@@ -186,12 +202,17 @@ bool distributed() {
     uint64 seen = generation;
     bool citus = call([] { return OidIsValid(get_extension_oid("citus", true)); });
     watched.clear();
-    if (citus) {
-        std::vector<int64> relids = with_spi([] { return distributed_tables.execute().int64_column("relid"); });
-        for (int64 relid : relids) watched.push_back(static_cast<Oid>(relid));
-    }
     Oid job = wf_relation("job");
-    bool is_distributed = citus && std::find(watched.begin(), watched.end(), job) != watched.end();
+    bool is_distributed = false;
+    if (citus)
+        with_spi([&] {
+            Rows tables = wf_tables.execute();
+            for (uint64 r = 0; r < tables.size(); r++) {
+                Oid relid = static_cast<Oid>(tables.int64_at(r, "relid"));
+                watched.push_back(relid);
+                if (relid == job && tables.bool_at(r, "distributed")) is_distributed = true;
+            }
+        });
     // Creating the distributed tables invalidates wf.job's entry too.
     if (OidIsValid(job) && std::find(watched.begin(), watched.end(), job) == watched.end())
         watched.push_back(job);
