@@ -9,6 +9,7 @@
 #include "pg/api/frame.hpp"
 #include "pg/api/workflow.hpp"
 #include "pg/api/waiting.hpp"
+#include "pg/citus/cluster_calls.hpp"
 #include "pg/jobs/children.hpp"
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
@@ -53,12 +54,14 @@ TimestampTz deadline_after(FunctionCallInfo fcinfo, int n) {
     return GetCurrentTimestamp() + static_cast<int64>(seconds * 1e6);
 }
 
-// Sleeps until woken or the deadline; false once it has passed.
-bool sleep_until_woken(TimestampTz deadline) {
+// Sleeps until woken or the deadline, or `poll_ms` at most (when not 0);
+// false once the deadline has passed.
+bool sleep_until_woken(TimestampTz deadline, long poll_ms = 0) {
     long remaining_ms = static_cast<long>((deadline - GetCurrentTimestamp()) / 1000);
     if (remaining_ms <= 0) return false;
     long timeout = shared_memory_ready() ? remaining_ms
                                          : std::min(remaining_ms, kPollWithoutSharedMemoryMs);
+    if (poll_ms > 0) timeout = std::min(timeout, poll_ms);
     release_route_lock();  // on a distributed pg_wf (shard_route.hpp)
     call([&] {
         if (statement_reads_nothing_else()) MyProc->xmin = InvalidTransactionId;
@@ -73,6 +76,18 @@ bool sleep_until_woken(TimestampTz deadline) {
 
 bool written_by_this_transaction(Datum xmin) {
     return call([&] { return TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)); });
+}
+
+constexpr long kClusterPollMs = 200;
+
+// On a distributed pg_wf: whether this transaction wrote the workflow's row
+// (submitted it). wf.workflow is a reference table, and Citus reads a
+// node's own copy in the node's transaction.
+bool workflow_written_here(Datum workflow_id) {
+    char* id = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
+    Rows row = run_through_citus("SELECT xmin AS changed_by FROM wf.workflow WHERE id = " +
+                                 sql_literal(id) + "::pg_catalog.uuid");
+    return !row.empty() && written_by_this_transaction(row.datum(0, "changed_by"));
 }
 
 void emit_result(FunctionCallInfo fcinfo, Datum status, std::optional<Datum> result,
@@ -145,21 +160,30 @@ WF_SQL_FUNCTION(wf_wait_workflow) {
     TimestampTz deadline = deadline_after(fcinfo, 1);
 
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
-    with_job_tables([&] {
+    with_job_tables_anywhere([&] {
         Params<1> p;
         p.set(0, workflow_id);
         std::vector<std::string> queues = workflow_step_queues(workflow_id);
         if (queues.empty()) no_such_workflow(workflow_id);
         for (const std::string& queue : queues) require_waiting_right(queue);
 
+        // On a distributed pg_wf the steps end on other nodes, whose
+        // commits set no latch here: the outcome is read again every
+        // kClusterPollMs, doubling from its first tenth.
+        const bool cluster = distributed();
+        long poll_ms = cluster ? kClusterPollMs / 10 : 0;
         ResultWait registration(workflow_result_hash(uuid));
         call([] { ResetLatch(MyLatch); });
-        for (bool waiting = true;; waiting = sleep_until_woken(deadline)) {
+        for (bool waiting = true;; waiting = sleep_until_woken(deadline, poll_ms)) {
             WorkflowOutcome outcome = read_workflow_outcome(workflow_id);
-            if (!outcome.finished && waiting) {
+            if (!outcome.finished && waiting && !cluster) {
                 Rows first = first_step.execute_latest(p.values, p.nulls);
                 if (!first.empty() && written_by_this_transaction(first.datum(0, "changed_by")))
                     waits_for_itself("the workflow was submitted or changed");
+            }
+            if (!outcome.finished && waiting && cluster) {
+                if (workflow_written_here(workflow_id)) waits_for_itself("the workflow was submitted");
+                poll_ms = std::min(poll_ms * 2, kClusterPollMs);
             }
             if (outcome.finished || !waiting) {
                 std::optional<Datum> results, error;

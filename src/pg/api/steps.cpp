@@ -4,6 +4,7 @@
 // transition of job_state.cpp; events' own rows are kept here.
 #include "core/error.hpp"
 #include "core/validation.hpp"
+#include "pg/api/events.hpp"
 #include "pg/api/frame.hpp"
 #include "pg/citus/cluster_calls.hpp"
 #include "pg/jobs/children.hpp"
@@ -51,9 +52,8 @@ std::string_view event_name_arg(FunctionCallInfo fcinfo, int n, const char* name
     return event;
 }
 
-// wf_signal on a distributed pg_wf (see read_event_copy): in the caller's
-// transaction, every node's copy of the event row, then each shard group
-// with waits for it. Returns the jobs woken.
+}  // namespace
+
 int64 signal_on_cluster(std::string_view event, std::optional<Datum> payload) {
     require_schema_at_least("1.8", "wf_signal on a distributed pg_wf");
     std::string name = sql_literal(event);
@@ -69,6 +69,8 @@ int64 signal_on_cluster(std::string_view event, std::optional<Datum> payload) {
         woken += call_in_group("_wake_event", queue, name + "::pg_catalog.text, " + value);
     return woken;
 }
+
+namespace {
 
 // A running attempt's progress lives in its claim row (unlogged: no WAL per
 // report); the end of the attempt copies the last one into the job row.

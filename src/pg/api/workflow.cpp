@@ -4,10 +4,12 @@
 // wf_enqueue(depends_on) creates too, so claims and completions of steps
 // take the same path, at the same cost, as any job's.
 #include <map>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "core/workflow_spec.hpp"
+#include "pg/api/events.hpp"
 #include "pg/api/frame.hpp"
 #include "pg/api/queue_settings.hpp"
 #include "pg/api/workflow.hpp"
@@ -294,6 +296,16 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     return workflow_id;
 }
 
+// Keys are one namespace: the workflow that holds one is the caller's only
+// if it may produce in every queue of its steps.
+void require_right_on_held_key(const std::string& key, const std::string& queue) {
+    if (has_right(RunAsOwner::caller(), Capability::produce, queue)) return;
+    throw core::Error(core::sqlstate::insufficient_privilege,
+                      "workflow key \"" + key + "\" is held by a workflow in queues you may not produce in",
+                      "An active workflow with this key has a step in queue \"" + queue + "\".",
+                      "Keys are shared by every role: prefix them with your tenant or application.");
+}
+
 // A new workflow, or with a "key" the active workflow that holds the key
 // (two racing starts with one key start one workflow).
 pg_uuid_t start_workflow(const core::WorkflowSpec& spec) {
@@ -311,14 +323,7 @@ pg_uuid_t start_workflow(const core::WorkflowSpec& spec) {
             // Keys are one namespace: the workflow that holds this one is the
             // caller's only if it may produce in every queue of its steps.
             for (const std::string& queue : workflow_step_queues(w.values[0]))
-                if (!has_right(RunAsOwner::caller(), Capability::produce, queue))
-                    throw core::Error(core::sqlstate::insufficient_privilege,
-                                      "workflow key \"" + *spec.key +
-                                          "\" is held by a workflow in queues you may not produce in",
-                                      "An active workflow with this key has a step in queue \"" +
-                                          queue + "\".",
-                                      "Keys are shared by every role: prefix them with your "
-                                      "tenant or application.");
+                require_right_on_held_key(*spec.key, queue);
             return holder;
         }
     }
@@ -345,6 +350,38 @@ Datum uuid_result(const pg_uuid_t& id) {
     return UUIDPGetDatum(result);
 }
 
+// wf_complete_with_steps: only a workflow's step adds steps to it.
+void require_workflow_step(const RunningAttempt& step, const FencingToken& token) {
+    if (step.workflow_id) return;
+    throw core::Error("55000", "job " + std::to_string(token.id) + " is not a workflow step",
+                      "Steps can be added only to the workflow of the completing step.",
+                      "Use wf_complete, or wf_submit for a new workflow.");
+}
+
+// The steps wf_complete_with_steps adds, among the workflow's steps `names`
+// (`done`: those done, the completing one among them); a step without a
+// queue is in the completing step's. Added steps run after new ones and
+// after done ones only.
+core::WorkflowSpec parse_added_steps(const std::string& steps_text,
+                                     const std::vector<std::string>& names,
+                                     const std::map<std::string, bool>& done,
+                                     const FencingToken& token) {
+    core::WorkflowSpec spec = core::parse_workflow_spec(
+        "{\"steps\":" + steps_text + "}", static_cast<size_t>(max_payload_size), names,
+        std::string(token.queue_name));
+    for (const core::StepSpec& added : spec.steps)
+        for (const std::string& parent : added.after_existing) {
+            auto found = done.find(parent);
+            if (found == done.end() || !found->second)
+                throw core::Error(core::sqlstate::invalid_parameter,
+                                  "step \"" + added.name + "\" runs after step \"" + parent +
+                                      "\", which is not done",
+                                  "Added steps may run after new steps and after steps "
+                                  "that are done (the completing one among them).");
+        }
+    return spec;
+}
+
 // ---- workflows on a distributed pg_wf (1.8) ----
 // A workflow's steps are jobs of their queues' shard groups. wf_submit on
 // the coordinator draws the steps' ids from its own range, then each group
@@ -362,24 +399,25 @@ PreparedStatement new_workflow_id("SELECT gen_random_uuid() AS id", {});
 #define WF_SQL_GROUP_STEPS(JSON)                                                           \
     "SELECT * FROM jsonb_to_recordset(" JSON ") AS x(id bigint, queue text, step_name text," \
     " payload jsonb, priority int, max_attempts int, run_at timestamptz, pending_deps int,"  \
-    " has_dependents boolean, key text, version text, depends_on bigint[], remote bigint[])"
+    " has_dependents boolean, key text, version text, depends_on bigint[], edges bigint[],"      \
+    " remote bigint[], child_of bigint)"
 PreparedStatement insert_group_steps(
     "WITH s AS MATERIALIZED (" WF_SQL_GROUP_STEPS("$2") "),"
     " job AS ("
     "  INSERT INTO wf.job (queue, id, status, payload, run_at, priority, max_attempts,"
     "                      attempt_budget, workflow_id, step_name, depends_on, pending_deps,"
-    "                      has_dependents, key, version)"
+    "                      has_dependents, key, version, child_of)"
     "  SELECT s.queue, s.id, CASE WHEN s.pending_deps > 0 THEN 'blocked' ELSE 'pending' END,"
     "         s.payload, coalesce(s.run_at, now()), s.priority,"
     "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
     "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
     "         $1, s.step_name, s.depends_on, s.pending_deps, s.has_dependents, s.key,"
-    "         coalesce(s.version, c.version)"
+    "         coalesce(s.version, c.version), s.child_of"
     "    FROM s LEFT JOIN wf.queue_config c ON c.queue = s.queue"
     "   ORDER BY s.id"
     "  RETURNING queue, priority, run_at, id, key, version, status),"
     " edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
-    "           SELECT unnest(s.depends_on), s.queue, s.id FROM s),"
+    "           SELECT unnest(coalesce(s.edges, s.depends_on)), s.queue, s.id FROM s),"
     WF_SQL_ENTER_READY_NEW("job", WF_SQL_IF_PENDING)
     " SELECT ARRAY(SELECT DISTINCT queue FROM job WHERE status = 'pending') AS ready_queues",
     {UUIDOID, JSONBOID});
@@ -425,35 +463,85 @@ std::string uuid_text(const pg_uuid_t& id) {
     return text;
 }
 
-pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec) {
-    require_schema_at_least("1.8", "wf_submit on a distributed pg_wf");
-    if (spec.key)
-        throw core::Error("0A000", "workflow keys are not supported on a distributed pg_wf yet",
-                          {}, "Submit it without \"key\" (README, \"Scaling out\").");
-    // Its steps' edges between groups need the 1.8 tables distributed.
+// Workflow keys on a distributed pg_wf, as start_workflow on one server:
+// wf.workflow_key is a reference table, so the key's row is taken (or made)
+// and locked on every node, and a racing start with the same key waits for
+// this one. The holder is active while a step of it is unfinished, each of
+// its queues read in its group under FOR SHARE (a completion in flight is
+// waited for, as on one server). Returns the active holder, if any.
+std::optional<pg_uuid_t> lock_key_on_cluster(const std::string& key) {
+    Rows taken = run_through_citus(
+        "INSERT INTO wf.workflow_key AS k (key, workflow_id) VALUES (" + sql_literal(key) +
+        ", '00000000-0000-0000-0000-000000000000') ON CONFLICT (key)"
+        " DO UPDATE SET workflow_id = k.workflow_id RETURNING k.workflow_id::pg_catalog.text AS holder");
+    std::string holder = taken.text_at(0, "holder");
+    if (holder == "00000000-0000-0000-0000-000000000000") return std::nullopt;
+    std::string lit = sql_literal(holder) + "::pg_catalog.uuid";
+    Rows queues = run_through_citus("SELECT DISTINCT queue FROM wf.job WHERE workflow_id = " + lit);
+    bool active = false;
+    for (uint64 r = 0; r < queues.size() && !active; r++)
+        active = !run_through_citus("SELECT 1 AS unfinished FROM wf.job WHERE queue = " +
+                                    sql_literal(queues.text_at(r, "queue")) + " AND workflow_id = " +
+                                    lit + " AND status IN ('blocked', 'pending', 'waiting') FOR SHARE")
+                      .empty();
+    if (!active) return std::nullopt;
+    for (uint64 r = 0; r < queues.size(); r++)
+        require_right_on_held_key(key, queues.text_at(r, "queue"));
+    pg_uuid_t id;
+    Datum parsed = call([&] { return DirectFunctionCall1(uuid_in, CStringGetDatum(holder.c_str())); });
+    std::memcpy(&id, DatumGetUUIDP(parsed), sizeof id);
+    return id;
+}
+
+// Refuses until wf_distribute() handed the 1.8 tables to Citus: edges
+// between groups need them.
+void require_cross_group_tables() {
     if (!run_through_citus("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition"
                            " WHERE logicalrelid = 'wf.remote_input'::pg_catalog.regclass) AS d")
              .bool_at(0, "d"))
         throw core::Error("55000", "pg_wf's 1.8 tables are not distributed yet",
                           "ALTER EXTENSION pg_wf UPDATE added them; wf_distribute() hands them to Citus.",
                           "Run SELECT wf_distribute() on the coordinator.");
-    // Each step's shard group, as Citus places its queue.
-    std::map<std::string, int64> shard_of;
-    for (const core::StepSpec& step : spec.steps) shard_of[step.queue] = 0;
-    // Each queue once: on Citus a rights check is a statement.
-    for (const auto& [queue, shard] : shard_of) require_right(Capability::produce, queue);
+}
+
+// Each queue's shard group (its shard of wf.job), as Citus places it.
+void find_shards(std::map<std::string, int64>& shard_of) {
     std::string list;
     for (const auto& [queue, shard] : shard_of) list += (list.empty() ? "" : ", ") + sql_literal(queue);
     Rows shards = run_through_citus(
         "SELECT q AS queue, pg_catalog.get_shard_id_for_distribution_column('wf.job', q) AS shard"
         "  FROM pg_catalog.unnest(ARRAY[" + list + "]::pg_catalog.text[]) AS q");
     for (uint64 r = 0; r < shards.size(); r++) shard_of[shards.text_at(r, "queue")] = shards.int64_at(r, "shard");
+}
+
+// Where insert_steps_on_cluster puts a spec's steps (StepsTarget on one
+// server): a new workflow, or more steps of `workflow_id`, whose steps
+// done already `existing` names (a step "after" one of them reads its
+// result: in its own group from the row, from another group as a
+// dependency between groups, delivered at once).
+struct ClusterStepsTarget {
+    struct Existing {
+        int64 id;
+        std::string queue;
+    };
+    std::map<std::string, Existing> existing;
+    std::optional<int64> child_of;
+    std::optional<std::string> default_version;
+};
+
+// The steps of `spec`, each group's inserted by wf._insert_steps there;
+// the caller has checked the right to produce in their queues.
+void insert_steps_on_cluster(const core::WorkflowSpec& spec, const pg_uuid_t& workflow_id,
+                             const ClusterStepsTarget& target) {
+    std::map<std::string, int64> shard_of;
+    for (const core::StepSpec& step : spec.steps) shard_of[step.queue] = 0;
+    for (const auto& [name, step] : target.existing) shard_of[step.queue] = 0;
+    find_shards(shard_of);
 
     size_t n = spec.steps.size();
     Params<1> how_many;
     how_many.set(0, Int32GetDatum(static_cast<int32>(n)));
     std::vector<int64> ids = take_ids.execute(how_many.values, how_many.nulls).int64_column("id");
-    pg_uuid_t workflow_id = new_workflow_id.execute().uuid_at(0, "id");
 
     std::vector<bool> is_parent(n, false);
     for (const core::StepSpec& step : spec.steps)
@@ -463,12 +551,24 @@ pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec) {
     for (size_t i = 0; i < n; i++) {
         const core::StepSpec& step = spec.steps[i];
         int64 shard = shard_of[step.queue];
-        std::vector<int64> parents, remote;
+        // parents: all (the inputs); edges: those it waits on (a done step
+        // of its own group is not waited on); remote: those in other groups.
+        std::vector<int64> parents, edges, remote;
         for (size_t parent : step.after) {
             parents.push_back(ids[parent]);
+            edges.push_back(ids[parent]);
             if (shard_of[spec.steps[parent].queue] != shard) remote.push_back(ids[parent]);
         }
-        std::optional<std::string> version = step.version ? step.version : spec.version;
+        for (const std::string& name : step.after_existing) {
+            const ClusterStepsTarget::Existing& done = target.existing.at(name);
+            parents.push_back(done.id);
+            if (shard_of[done.queue] == shard) continue;
+            edges.push_back(done.id);
+            remote.push_back(done.id);
+        }
+        std::optional<std::string> version = step.version     ? step.version
+                                             : spec.version ? spec.version
+                                                            : target.default_version;
         std::string run_at;
         if (step.run_at) {
             // ISO 8601 with its offset, whatever this session's DateStyle:
@@ -483,12 +583,13 @@ pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec) {
             ",\"priority\":" + std::to_string(step.priority) +
             ",\"max_attempts\":" + (step.max_attempts ? std::to_string(*step.max_attempts) : "null") +
             ",\"run_at\":" + (step.run_at ? run_at : "null") +
-            ",\"pending_deps\":" + std::to_string(parents.size()) +
+            ",\"pending_deps\":" + std::to_string(edges.size()) +
             ",\"has_dependents\":" + (is_parent[i] ? "true" : "false") +
             ",\"key\":" + (step.key ? json_string(*step.key) : "null") +
             ",\"version\":" + (version ? json_string(*version) : "null") +
             ",\"depends_on\":" + (parents.empty() ? "null" : json_ids(parents)) +
-            ",\"remote\":" + json_ids(remote) + "}";
+            ",\"edges\":" + json_ids(edges) + ",\"remote\":" + json_ids(remote) +
+            ",\"child_of\":" + (target.child_of ? std::to_string(*target.child_of) : "null") + "}";
         std::string& group = steps_of[shard];
         group += (group.empty() ? "[" : ",") + object;
         queue_of.emplace(shard, step.queue);
@@ -499,10 +600,115 @@ pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec) {
         call_in_group("_insert_steps", queue_of[shard],
                       id_literal + ", " + sql_literal(steps + "]") + "::pg_catalog.jsonb, " +
                           sql_literal(role) + "::pg_catalog.text");
-    run_through_citus("INSERT INTO wf.workflow (id, name, steps) VALUES (" + id_literal + ", " +
-                      (spec.name ? sql_literal(*spec.name) : std::string("NULL")) + ", " +
-                      std::to_string(n) + ")");
+}
+
+pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec, const ClusterStepsTarget& target = {}) {
+    require_schema_at_least("1.8", "wf_submit on a distributed pg_wf");
+    require_cross_group_tables();
+    std::set<std::string> queues;
+    for (const core::StepSpec& step : spec.steps) queues.insert(step.queue);
+    // Each queue once: on Citus a rights check is a statement.
+    for (const std::string& queue : queues) require_right(Capability::produce, queue);
+    // Rights first: a caller without them learns nothing of the key.
+    if (spec.key)
+        if (std::optional<pg_uuid_t> holder = lock_key_on_cluster(*spec.key)) return *holder;
+
+    pg_uuid_t workflow_id = new_workflow_id.execute().uuid_at(0, "id");
+    insert_steps_on_cluster(spec, workflow_id, target);
+    std::string id_literal = sql_literal(uuid_text(workflow_id)) + "::pg_catalog.uuid";
+    std::string key_literal = spec.key ? sql_literal(*spec.key) : std::string("NULL");
+    run_through_citus("INSERT INTO wf.workflow (id, name, steps, key, child_of) VALUES (" + id_literal +
+                      ", " + (spec.name ? sql_literal(*spec.name) : std::string("NULL")) + ", " +
+                      std::to_string(spec.steps.size()) + ", " + key_literal + ", " +
+                      (target.child_of ? std::to_string(*target.child_of) : std::string("NULL")) + ")");
+    if (spec.key)
+        run_through_citus("UPDATE wf.workflow_key SET workflow_id = " + id_literal +
+                          " WHERE key = " + key_literal);
     return workflow_id;
+}
+
+// The running attempt of `token`, locked in its group (one statement that
+// Citus sends to the group's node, in the caller's transaction); nothing
+// for a stale token.
+std::optional<RunningAttempt> lock_running_attempt_on_cluster(const FencingToken& token) {
+    std::string queue = sql_literal(token.queue_name), id = std::to_string(token.id),
+                attempt = std::to_string(token.attempt);
+    Rows rows = run_through_citus(
+        "SELECT j.cancel_requested, j.workflow_id, j.version, j.child_of"
+        "  FROM wf.job j, wf.claim c"
+        " WHERE j.queue = " + queue + " AND j.id = " + id + " AND j.attempt + 1 = " + attempt +
+        "   AND j.status = 'pending' AND c.queue = " + queue + " AND c.id = " + id +
+        "   AND c.attempt = " + attempt + " FOR NO KEY UPDATE OF j");
+    if (rows.size() != 1) return std::nullopt;
+    RunningAttempt running;
+    running.cancel_requested = rows.bool_at(0, "cancel_requested");
+    if (!rows.is_null(0, "workflow_id")) running.workflow_id = rows.uuid_at(0, "workflow_id");
+    if (!rows.is_null(0, "version")) running.version = rows.text_at(0, "version");
+    if (!rows.is_null(0, "child_of")) running.child_of = rows.int64_at(0, "child_of");
+    return running;
+}
+
+// wf_complete through Citus, to the group of the token's queue.
+bool complete_on_cluster(const FencingToken& token, std::optional<Datum> result) {
+    std::string queue = sql_literal(token.queue_name);
+    return run_through_citus("SELECT r FROM " + api_function("wf_complete") + "(" + queue + ", " + std::to_string(token.id) +
+                             ", " + std::to_string(token.attempt) + ", " + jsonb_literal(result) +
+                             ") AS r")
+        .bool_at(0, "r");
+}
+
+// wf_complete_with_steps on a distributed pg_wf, in the caller's
+// transaction as on one server: the step locked in its group, the
+// workflow's row locked on every node (one transaction at a time adds
+// steps to it), its steps read from every group, the new ones inserted in
+// theirs, then the step completed in its group (wf_complete there).
+bool complete_with_steps_on_cluster(const FencingToken& token, std::optional<Datum> result,
+                                    const std::string& steps_text) {
+    require_schema_at_least("1.8", "wf_complete_with_steps on a distributed pg_wf");
+    require_cross_group_tables();
+    std::optional<RunningAttempt> step = lock_running_attempt_on_cluster(token);
+    if (!step) return false;
+    require_workflow_step(*step, token);
+    if (step->cancel_requested || steps_text == "[]") return complete_on_cluster(token, result);
+
+    std::string id_literal = sql_literal(uuid_text(*step->workflow_id)) + "::pg_catalog.uuid";
+    run_through_citus("SELECT 1 FROM wf.workflow WHERE id = " + id_literal + " FOR UPDATE");
+    Rows existing = run_through_citus(
+        "SELECT coalesce(step_name, id::text) AS name, id, status, queue FROM wf.job"
+        " WHERE workflow_id = " + id_literal + " ORDER BY id");
+    ClusterStepsTarget target;
+    target.default_version = step->version;
+    // Steps added to a child workflow belong to the same parent.
+    target.child_of = step->child_of;
+    std::vector<std::string> names;
+    std::map<std::string, bool> done;
+    for (uint64 r = 0; r < existing.size(); r++) {
+        std::string name = existing.text_at(r, "name");
+        int64 id = existing.int64_at(r, "id");
+        names.push_back(name);
+        done[name] = id == token.id || existing.text_at(r, "status") == "done";
+        if (done[name]) target.existing[name] = {id, existing.text_at(r, "queue")};
+    }
+    core::WorkflowSpec spec = parse_added_steps(steps_text, names, done, token);
+    std::set<std::string> queues;
+    for (const core::StepSpec& added : spec.steps) queues.insert(added.queue);
+    for (const std::string& queue : queues) require_right(Capability::produce, queue);
+
+    // The new steps first: when the completion ends the workflow's last
+    // running step, they are there.
+    insert_steps_on_cluster(spec, *step->workflow_id, target);
+    run_through_citus("UPDATE wf.workflow SET steps = steps + " + std::to_string(spec.steps.size()) +
+                      " WHERE id = " + id_literal);
+    // The steps they run after are no longer final (their results are
+    // inputs, not the workflow's result): flagged in each one's group.
+    std::map<std::string, std::vector<int64>> flagged;
+    for (const core::StepSpec& added : spec.steps)
+        for (const std::string& parent : added.after_existing)
+            flagged[target.existing.at(parent).queue].push_back(target.existing.at(parent).id);
+    for (const auto& [queue, ids] : flagged)
+        run_through_citus("UPDATE wf.job SET has_dependents = true WHERE queue = " + sql_literal(queue) +
+                          " AND id = ANY (" + int8_array_literal(ids) + ") AND NOT has_dependents");
+    return complete_on_cluster(token, result);
 }
 
 // wf_workflow on a distributed pg_wf: the same document, read through
@@ -624,8 +830,13 @@ WF_SQL_FUNCTION(wf_signal_with_start) {
                           "wf_signal_with_start needs a workflow \"key\" in its spec",
                           "The key names the workflow to signal, or to start when none is active.",
                           "Add \"key\": \"<your id for it>\" at the top level of the spec.");
-    pg_uuid_t id = with_job_tables([&] {
+    pg_uuid_t id = with_job_tables_anywhere([&] {
         require_right(Capability::signal, event);
+        if (distributed()) {
+            pg_uuid_t started = submit_on_cluster(spec);
+            signal_on_cluster(event, optional_arg(fcinfo, 2));
+            return started;
+        }
         pg_uuid_t started = start_workflow(spec);
         signal_event(PG_GETARG_DATUM(1), optional_arg(fcinfo, 2));
         return started;
@@ -685,15 +896,12 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
                           {}, "Pass the new steps as wf_submit's \"steps\": "
                               "'[{\"name\": \"a\", \"payload\": {}}]'.");
 
-    bool completed = with_job_tables([&] {
+    bool completed = with_job_tables_anywhere([&] {
         require_right(Capability::work, token.queue_name);
+        if (distributed()) return complete_with_steps_on_cluster(token, optional_arg(fcinfo, 3), steps_text);
         std::optional<RunningAttempt> step = lock_running_attempt(token);
         if (!step) return false;
-        if (!step->workflow_id)
-            throw core::Error("55000",
-                              "job " + std::to_string(token.id) + " is not a workflow step",
-                              "Steps can be added only to the workflow of the completing step.",
-                              "Use wf_complete, or wf_submit for a new workflow.");
+        require_workflow_step(*step, token);
         StepsTarget target;
         target.workflow_id = UUIDPGetDatum(&*step->workflow_id);
         target.default_version = step->version;
@@ -719,21 +927,11 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
             target.existing[name] = id;
             done[name] = id == token.id || existing.text_at(r, "status") == "done";
         }
-        core::WorkflowSpec spec =
-            core::parse_workflow_spec("{\"steps\":" + steps_text + "}",
-                                      static_cast<size_t>(max_payload_size), names,
-                                      std::string(token.queue_name));
+        core::WorkflowSpec spec = parse_added_steps(steps_text, names, done, token);
         std::vector<int64> outer_parents;
         for (const core::StepSpec& added : spec.steps)
-            for (const std::string& parent : added.after_existing) {
-                if (!done[parent])
-                    throw core::Error(core::sqlstate::invalid_parameter,
-                                      "step \"" + added.name + "\" runs after step \"" + parent +
-                                          "\", which is not done",
-                                      "Added steps may run after new steps and after steps "
-                                      "that are done (the completing one among them).");
+            for (const std::string& parent : added.after_existing)
                 outer_parents.push_back(target.existing[parent]);
-            }
 
         // The new steps first: when the completion ends the workflow's last
         // running step, they are there (a child workflow is not over).

@@ -151,6 +151,14 @@ std::string int8_array_literal(const std::vector<int64>& ids) {
     return "ARRAY[" + list + "]::pg_catalog.int8[]";
 }
 
+PreparedStatement extension_schema(
+    "SELECT pg_catalog.quote_ident(n.nspname) AS schema FROM pg_catalog.pg_extension e"
+    "  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_wf'", {});
+
+std::string api_function(const char* name) {
+    return extension_schema.execute().text_at(0, "schema") + "." + name;
+}
+
 BoundedLockWaits::BoundedLockWaits() : exceptions_(std::uncaught_exceptions()) {
     nest_level_ = call([] {
         int level = NewGUCNestLevel();

@@ -50,6 +50,10 @@ int64 call_in_group(const char* function, const std::string& queue, const std::s
 std::string call_in_group_text(const char* function, const std::string& queue,
                                const std::string& arguments);
 
+// The qualified name of pg_wf's SQL function `name` (one of its API, in
+// the schema the extension was created in).
+std::string api_function(const char* name);
+
 // A bigint[] literal of `ids`.
 std::string int8_array_literal(const std::vector<int64>& ids);
 

@@ -3,6 +3,7 @@
 // nothing else). What it builds is described in shard_route.hpp.
 #include "core/error.hpp"
 #include "pg/base/spi.hpp"
+#include "pg/citus/cluster_calls.hpp"
 #include "pg/citus/shard_route.hpp"
 #include "pg/runtime/extension.hpp"
 
@@ -66,9 +67,6 @@ const char* const kGroupFunctions[] = {
     "wf._recover_lost_claims(text)",
 };
 
-PreparedStatement extension_schema(
-    "SELECT pg_catalog.quote_ident(n.nspname) AS schema FROM pg_catalog.pg_extension e"
-    "  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_wf'", {});
 // The EXECUTE rights wf_grant gave before pg_wf was distributed, given
 // again: on a distributed function Citus gives them on every node too.
 PreparedStatement execute_grants(
@@ -150,10 +148,9 @@ void distribute_all() {
         replicate.execute(p.values, p.nulls);
     }
     // The wf_* functions live in the schema CREATE EXTENSION put them in.
-    std::string schema = extension_schema.execute().text_at(0, "schema");
     for (const char* function : kByQueueFunctions) {
         Params<1> p;
-        p.set(0, text_datum(schema + "." + function));
+        p.set(0, text_datum(api_function(function)));
         delegate_by_queue.execute(p.values, p.nulls);
     }
     if (schema_at_least("1.8"))

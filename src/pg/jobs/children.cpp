@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "pg/citus/cluster_calls.hpp"
+#include "pg/citus/shard_route.hpp"
 #include "pg/jobs/job_state.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
@@ -21,20 +23,21 @@ PreparedStatement lock_child_skipping(WF_LOCK_CHILD_SQL(" SKIP LOCKED"), {UUIDOI
 
 // Final steps: those no job runs after (has_dependents is set on a step
 // as soon as a job depends on it, wf_complete_with_steps included).
-PreparedStatement workflow_outcome(
-    "SELECT count(*) AS steps,"
-    "       count(*) FILTER (WHERE status IN ('blocked', 'pending', 'waiting')) AS unfinished,"
-    "       CASE WHEN count(*) FILTER (WHERE status IN ('blocked', 'pending', 'waiting')) > 0"
-    "            THEN 'running'"
-    "            WHEN count(*) FILTER (WHERE status = 'failed') > 0 THEN 'failed'"
-    "            WHEN count(*) FILTER (WHERE status = 'cancelled') > 0 THEN 'cancelled'"
-    "            ELSE 'done' END AS status,"
-    "       coalesce(jsonb_object_agg(coalesce(step_name, id::text), coalesce(result, 'null'))"
-    "                  FILTER (WHERE status = 'done' AND NOT has_dependents), '{}')::text"
-    "         AS results,"
-    "       (array_agg(last_error ORDER BY id) FILTER (WHERE status = 'failed'))[1] AS error"
-    "  FROM wf.job WHERE workflow_id = $1",
-    {UUIDOID});
+#define WF_SQL_WORKFLOW_OUTCOME(STEPS)                                                      \
+    "SELECT count(*) AS steps,"                                                            \
+    "       count(*) FILTER (WHERE status IN ('blocked', 'pending', 'waiting')) AS unfinished," \
+    "       CASE WHEN count(*) FILTER (WHERE status IN ('blocked', 'pending', 'waiting')) > 0"  \
+    "            THEN 'running'"                                                               \
+    "            WHEN count(*) FILTER (WHERE status = 'failed') > 0 THEN 'failed'"             \
+    "            WHEN count(*) FILTER (WHERE status = 'cancelled') > 0 THEN 'cancelled'"       \
+    "            ELSE 'done' END AS status,"                                                   \
+    "       coalesce(jsonb_object_agg(coalesce(step_name, id::text), coalesce(result, 'null'))" \
+    "                  FILTER (WHERE status = 'done' AND NOT has_dependents), '{}')::text"      \
+    "         AS results,"                                                                     \
+    "       (array_agg(last_error ORDER BY id) FILTER (WHERE status = 'failed'))[1] AS error"   \
+    "  FROM " STEPS
+PreparedStatement workflow_outcome(WF_SQL_WORKFLOW_OUTCOME("wf.job WHERE workflow_id = $1"),
+                                   {UUIDOID});
 
 PreparedStatement record_outcome(
     "UPDATE wf.child SET status = $2, finished_at = now(),"
@@ -181,7 +184,18 @@ void settle_child(const pg_uuid_t& uuid, bool skip_locked) {
 WorkflowOutcome read_workflow_outcome(Datum workflow_id) {
     Params<1> p;
     p.set(0, workflow_id);
-    Rows rows = workflow_outcome.execute_latest(p.values, p.nulls);
+    // On a distributed pg_wf, its steps from every group they are in,
+    // summed up here.
+    auto on_cluster = [&] {
+        char* id = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
+        return run_through_citus(
+            "WITH s AS MATERIALIZED (SELECT step_name, id, status, has_dependents, result, last_error"
+            "                          FROM wf.job WHERE workflow_id = " +
+            sql_literal(id) + "::pg_catalog.uuid) " WF_SQL_WORKFLOW_OUTCOME("s"));
+    };
+    Rows rows = distributed() && current_shard_group() == nullptr
+                    ? on_cluster()
+                    : workflow_outcome.execute_latest(p.values, p.nulls);
     WorkflowOutcome outcome;
     outcome.exists = rows.int64_at(0, "steps") > 0;
     outcome.finished = outcome.exists && rows.int64_at(0, "unfinished") == 0;

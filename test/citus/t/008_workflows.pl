@@ -3,7 +3,7 @@
 # claims (each step's inputs are its parents' results, wherever they ran),
 # a failure that cancels what follows on the other node, wf_cancel_workflow
 # across the nodes (a running step flagged), wf_workflow and wf.workflows
-# read across them, rights, and what is refused (keys); a 200-step chain
+# read across them, rights and refusals; a 200-step chain
 # that crosses between the nodes at every step.
 use strict;
 use warnings FATAL => 'all';
@@ -128,9 +128,6 @@ my $mine = $q->(qq(SET ROLE tenant; SELECT wf_submit('{"steps": [{"name": "a", "
 ok($mine, 'with rights on every step queue, it is accepted');
 ($ret, $out, $err) = $coord->psql('postgres', "SET ROLE tenant; SELECT wf_workflow('$w')");
 like($err, qr/permission denied/, "another workflow's document is refused");
-($ret, $out, $err) = $coord->psql('postgres',
-	qq(SELECT wf_submit('{"key": "k", "steps": [{"name": "a", "queue": "$qa"}]}')));
-like($err, qr/workflow keys are not supported on a distributed pg_wf yet/, 'a workflow key: 0A000');
 ($ret, $out, $err) = $coord->psql('postgres', qq(SELECT wf_submit('{"steps": [{"name": "a", "queue": "$qa", "afterr": []}]}')));
 like($err, qr/unknown key "afterr"/, 'a bad spec is refused as on one server');
 ($ret, $out, $err) = $coord->psql('postgres', "SELECT wf_cancel_workflow(gen_random_uuid())");

@@ -1,0 +1,199 @@
+# Workflows 2 on a distributed pg_wf, through the coordinator, with steps
+# in queues on both workers: workflow keys (one workflow per key, also for
+# two racing starts; a key is free again once its workflow ended; a key
+# held in queues the caller may not produce in), wf_signal_with_start,
+# wf_wait_workflow (woken within its poll by a completion on a worker; the
+# wait in the submitting transaction refused), wf_complete_with_steps (a
+# fan-out whose new steps are in both groups, read the completing step's
+# result, and end the workflow with the join's), and wf_enqueue into a
+# workflow.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/..";
+use CitusTap;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes ();
+
+my $c = citus_cluster('c010', distribute => 1);
+my $coord = $c->coordinator;
+my $q = sub { $c->sql_on($coord, $_[0]) };
+
+my ($on_first, $on_second) = $c->queues_on_workers(2);
+my ($qa, $qc) = @$on_first;
+my ($qb, $qd) = @$on_second;
+ok($qa && $qb && $qc && $qd, "queues $qa, $qc on one worker, $qb, $qd on the other");
+
+# Claims a step of $workflow named $name from $queue (waiting for the
+# relay to release it) and ends it with $end ("wf_complete(%q, %id, %a)").
+sub step_and
+{
+	my ($queue, $workflow, $name, $end) = @_;
+	my $id = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$workflow' AND step_name = '$name'");
+	ok($c->wait_for("SELECT status FROM wf.jobs WHERE id = $id", 'pending'), "step $name is ready");
+	my $client = $coord->background_psql('postgres', on_error_stop => 0);
+	my ($got, $attempt, $inputs) = ('', '', '');
+	for (1 .. 100)
+	{
+		($got, $attempt, $inputs) = split /\|/,
+		  $client->query_safe("SELECT id, attempt, coalesce(inputs, '{}') FROM wf_claim('$queue')");
+		$got //= '';
+		last if $got eq $id || $got eq '';
+		$client->query_safe("SELECT wf_complete('$queue', $got, $attempt)");
+	}
+	die "could not claim $name ($id) of $queue" unless $got eq $id;
+	(my $sql = $end) =~ s/%q/'$queue'/g;
+	$sql =~ s/%id/$id/g;
+	$sql =~ s/%a/$attempt/g;
+	# In a transaction of its own, rolled back when it fails.
+	$client->query_safe('BEGIN');
+	my $result = $client->query("SELECT $sql");
+	my $err = $client->{stderr};
+	$client->query($err =~ /ERROR/ ? 'ROLLBACK' : 'COMMIT');
+	$client->quit;
+	return { out => $result // '', err => $err, id => $id, attempt => $attempt, inputs => $inputs };
+}
+
+my $two_steps = sub {
+	my ($key) = @_;
+	my $k = $key ? qq("key": "$key", ) : '';
+	return qq({$k"steps": [{"name": "a", "queue": "$qa"}, {"name": "b", "queue": "$qb", "after": ["a"]}]});
+};
+
+# ---- workflow keys ----
+my $w1 = $q->("SELECT wf_submit('" . $two_steps->('order-1') . "')");
+is($q->("SELECT wf_submit('" . $two_steps->('order-1') . "')"), $w1, 'the same key: the same workflow');
+is($q->("SELECT count(*) FROM wf.workflows WHERE key = 'order-1'"), '1', 'one workflow holds it');
+is($q->("SELECT workflow_id FROM wf.workflow_key WHERE key = 'order-1'"), $w1, 'recorded on every node');
+is($c->sql_on(($c->workers)[0], "SELECT workflow_id FROM wf.workflow_key WHERE key = 'order-1'"), $w1,
+	"a worker's copy too");
+
+# Two racing starts: the second waits for the first, and takes its workflow.
+{
+	my $s1 = $coord->background_psql('postgres');
+	my $s2 = $coord->background_psql('postgres');
+	$s1->query_safe('BEGIN');
+	my $first = $s1->query_safe("SELECT wf_submit('" . $two_steps->('race') . "')");
+	$s2->query_until(qr/started/, "\\echo started\nSELECT wf_submit('" . $two_steps->('race') . "');\n");
+	Time::HiRes::usleep(300_000);
+	$s1->query_safe('COMMIT');
+	my $out = $s2->query_safe("SELECT 'after'");
+	my ($second) = split /\n/, $out;
+	is($second, $first, 'a start racing another with the same key gets its workflow');
+	is($q->("SELECT count(*) FROM wf.workflows WHERE key = 'race'"), '1', 'one workflow started');
+	$s1->quit;
+	$s2->quit;
+}
+
+# Ended, the key is free.
+step_and($qa, $w1, 'a', 'wf_complete(%q, %id, %a)');
+step_and($qb, $w1, 'b', 'wf_complete(%q, %id, %a)');
+is($q->("SELECT status FROM wf.workflows WHERE workflow_id = '$w1'"), 'done', 'the keyed workflow is done');
+my $w1b = $q->("SELECT wf_submit('" . $two_steps->('order-1') . "')");
+isnt($w1b, $w1, 'its key starts a new workflow once it has ended');
+
+# A key held in queues the caller may not produce in.
+$q->('CREATE ROLE tenant LOGIN');
+$q->("SELECT wf_grant('tenant', 'produce', '$qa')");
+my ($ret, $out, $err) = $coord->psql('postgres',
+	qq(SET ROLE tenant; SELECT wf_submit('{"key": "order-1", "steps": [{"name": "a", "queue": "$qa"}]}')));
+like($err, qr/workflow key "order-1" is held by a workflow in queues you may not produce in/,
+	'a key held by a workflow in queues the caller may not produce in: 42501');
+
+# ---- wf_signal_with_start ----
+my $ws = $q->("SELECT wf_signal_with_start('" . $two_steps->('order-1') . "', 'paid', '{\"amount\": 5}')");
+is($ws, $w1b, 'wf_signal_with_start signals the workflow that holds the key');
+is($q->("SELECT payload FROM wf.event WHERE name = 'paid'"), '{"amount": 5}', 'the event is signalled');
+my $wn = $q->("SELECT wf_signal_with_start('" . $two_steps->('order-9') . "', 'paid-9', NULL)");
+is($q->("SELECT key || ' ' || status FROM wf.workflows WHERE workflow_id = '$wn'"), 'order-9 running',
+	'or starts one');
+{
+	# A step of it awaits the event signalled already: it goes on at once.
+	my $r = step_and($qa, $wn, 'a', "wf_await_event(%q, %id, %a, 'paid-9')");
+	is($r->{out}, 'pending', "an await of the signalled event: ready again");
+}
+
+# ---- wf_wait_workflow ----
+{
+	my $w = $q->("SELECT wf_submit('" . $two_steps->() . "')");
+	is($q->("SELECT status FROM wf_wait_workflow('$w', '0.3 s')"), 'running', 'a timeout says running');
+	my $waiter = $coord->background_psql('postgres');
+	$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT status, result FROM wf_wait_workflow('$w', '30 s');\n");
+	step_and($qa, $w, 'a', q{wf_complete(%q, %id, %a, '{"x": 1}')});
+	step_and($qb, $w, 'b', q{wf_complete(%q, %id, %a, '{"y": 2}')});
+	my $t0 = Time::HiRes::time();
+	my $got = $waiter->query_safe("SELECT 'after'");
+	my $took = Time::HiRes::time() - $t0;
+	is((split /\n/, $got)[0], 'done|{"b": {"y": 2}}', 'the waiter gets the workflow done, with its result');
+	cmp_ok($took, '<', 5, 'soon after the last step');
+	$waiter->quit;
+
+	($ret, $out, $err) = $coord->psql('postgres',
+		"BEGIN; SELECT wf_wait_workflow(wf_submit('" . $two_steps->() . "'), '5 s')");
+	like($err, qr/the workflow was submitted in this transaction/, 'a wait in the submitting transaction is refused');
+	($ret, $out, $err) = $coord->psql('postgres', "SELECT wf_wait_workflow(gen_random_uuid())");
+	like($err, qr/does not exist/, 'an unknown workflow: 42704');
+}
+
+# ---- wf_complete_with_steps: a fan-out across the groups ----
+my $wf = $q->(qq(SELECT wf_submit('{"name": "fan", "steps": [{"name": "split", "queue": "$qa", "payload": {}}]}')));
+my $fan_out = qq([{"name": "p1", "queue": "$qb", "after": ["split"]},)
+  . qq({"name": "p2", "after": ["split"]},)
+  . qq({"name": "join", "queue": "$qd", "after": ["p1", "p2"]}]);
+my $r = step_and($qa, $wf, 'split', qq{wf_complete_with_steps(%q, %id, %a, '{"parts": 2}', '$fan_out')});
+is($r->{out}, 't', 'the step completes with three new steps');
+is($q->("SELECT string_agg(step_name || ':' || queue, ' ' ORDER BY id) FROM wf.jobs WHERE workflow_id = '$wf'"),
+	"split:$qa p1:$qb p2:$qa join:$qd", 'in both groups (a step without a queue in the completing one\'s)');
+is($q->("SELECT steps FROM wf.workflows WHERE workflow_id = '$wf'"), '4', 'the workflow counts them');
+my $p1 = step_and($qb, $wf, 'p1', q{wf_complete(%q, %id, %a, '{"p": 1}')});
+is($p1->{inputs}, '{"split": {"parts": 2}}', "a new step in another group reads the completing step's result");
+my $p2 = step_and($qa, $wf, 'p2', q{wf_complete(%q, %id, %a, '{"p": 2}')});
+is($p2->{inputs}, '{"split": {"parts": 2}}', 'and one in its group');
+my $join = step_and($qd, $wf, 'join', q{wf_complete(%q, %id, %a, '{"joined": true}')});
+is($join->{inputs}, '{"p1": {"p": 1}, "p2": {"p": 2}}', 'the join reads both');
+is($q->("SELECT status || ' ' || result FROM wf_wait_workflow('$wf', '5 s')"), 'done {"join": {"joined": true}}',
+	"the workflow's result is the join's");
+
+# After steps done already, in another group; and what is refused.
+{
+	my $w = $q->("SELECT wf_submit('" . $two_steps->() . "')");
+	step_and($qa, $w, 'a', q{wf_complete(%q, %id, %a, '{"a": 1}')});
+	my $more = step_and($qb, $w, 'b',
+		qq{wf_complete_with_steps(%q, %id, %a, NULL, '[{"name": "c", "queue": "$qc", "after": ["a", "b"]}]')});
+	is($more->{out}, 't', 'a step after a done step of another group and the completing one');
+	my $cstep = step_and($qc, $w, 'c', 'wf_complete(%q, %id, %a)');
+	is($cstep->{inputs}, '{"a": {"a": 1}, "b": null}', 'reads both');
+	is($q->("SELECT status FROM wf_wait_workflow('$w', '5 s')"), 'done', 'done');
+
+	my $w2 = $q->("SELECT wf_submit('" . $two_steps->() . "')");
+	my $bad = step_and($qa, $w2, 'a', qq{wf_complete_with_steps(%q, %id, %a, NULL, '[{"name": "x", "queue": "$qb", "after": ["b"]}]')});
+	like($bad->{err}, qr/step "x" runs after step "b", which is not done/, 'after an unfinished step: 22023');
+	is($q->("SELECT count(*) FROM wf.jobs WHERE workflow_id = '$w2'"), '2', 'nothing was added');
+	my $id = $bad->{id};
+	# (Its worker's session ended since: it is back in line.)
+	isnt($q->("SELECT status FROM wf.jobs WHERE id = $id"), 'done', 'the step did not complete');
+	is($q->("SELECT wf_complete_with_steps('$qa', $id, 99, NULL, '[]')"), 'f', 'a stale token: false');
+	my $plain = $q->("SELECT wf_enqueue('$qa', '{}')");
+	my $solo = step_and($qa, $w2, 'a', "wf_complete(%q, %id, %a)");
+	my $client = $coord->background_psql('postgres');
+	my ($pid, $pattempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qa')");
+	is($pid, $plain, 'a job of no workflow claimed');
+	($ret, $out, $err) = $coord->psql('postgres',
+		"SELECT wf_complete_with_steps('$qa', $pid, $pattempt, NULL, '[{\"name\": \"x\"}]')");
+	like($err, qr/job $pid is not a workflow step/, 'a job of no workflow adds no steps: 55000');
+	$client->quit;
+}
+
+# ---- wf_enqueue into a workflow ----
+{
+	my $w = $q->("SELECT wf_submit('" . $two_steps->() . "')");
+	my $extra = $q->("SELECT wf_enqueue('$qc', '{}', workflow_id => '$w', step_name => 'extra')");
+	is($q->("SELECT workflow_id || ' ' || step_name FROM wf.jobs WHERE id = $extra"), "$w extra",
+		'a job enqueued into a workflow is its step');
+	is($q->("SELECT steps FROM wf.workflows WHERE workflow_id = '$w'"), '3', 'counted');
+}
+
+$c->stop_all;
+done_testing();
