@@ -1050,16 +1050,19 @@ CREATE TABLE wf.remote_input (
 -- the call's own transaction: a table of the node's own, never distributed.
 -- 'subscribe': job (child_queue, child_id) waits on parent_ids, in groups
 -- not yet known (role_name enqueued it); 'ended': job parent_ids[1] of
--- parent_queue ended.
+-- parent_queue ended; 'child' (1.9): a step of child workflow workflow_id
+-- ended; 'cancel_child' (1.9): its parent was cancelled.
 CREATE TABLE wf.outbox (
     id           bigserial PRIMARY KEY,
-    kind         text     NOT NULL CHECK (kind IN ('subscribe', 'ended')),
+    kind         text     NOT NULL,
     parent_queue text,
     parent_ids   bigint[] NOT NULL,
     child_queue  text,
     child_id     bigint,
     role_name    text,
-    made_at      timestamptz NOT NULL DEFAULT now()
+    made_at      timestamptz NOT NULL DEFAULT now(),
+    workflow_id  uuid,
+    CONSTRAINT outbox_kind_check CHECK (kind IN ('subscribe', 'ended', 'child', 'cancel_child'))
 );
 SELECT pg_catalog.pg_extension_config_dump('wf.remote_dependent', '');
 SELECT pg_catalog.pg_extension_config_dump('wf.remote_input', '');
@@ -1107,6 +1110,16 @@ AS 'MODULE_PATHNAME', 'wf_group_recover_lost_claims' LANGUAGE C VOLATILE
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION wf._recover_lost_claims(text) FROM PUBLIC;
+
+-- 1.9: in the parent's shard group, a child workflow's outcome joins its
+-- parent's events, and a parent parked in wf_await_children with nothing
+-- else to wait for goes back to pending (called by the node's worker).
+CREATE FUNCTION wf._deliver_child(queue text, parent_id bigint, workflow_id uuid,
+                                  name text, outcome jsonb) RETURNS int
+AS 'MODULE_PATHNAME', 'wf_group_deliver_child' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+REVOKE EXECUTE ON FUNCTION wf._deliver_child(text, bigint, uuid, text, jsonb) FROM PUBLIC;
 
 -- Nothing attaches to pg_wf's tables: no trigger, rule or row security
 -- (src/pg/runtime/attachments.hpp). pg_wf's functions and its worker write

@@ -14,6 +14,7 @@
 #include "pg/api/queue_settings.hpp"
 #include "pg/api/workflow.hpp"
 #include "pg/citus/cluster_calls.hpp"
+#include "pg/jobs/children.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
 
@@ -657,6 +658,33 @@ bool complete_on_cluster(const FencingToken& token, std::optional<Datum> result)
         .bool_at(0, "r");
 }
 
+// wf_start_child on a distributed pg_wf, in the caller's transaction as
+// on one server: the parent step locked in its group, its child of that
+// name found (wf.child is a reference table) or submitted across the
+// groups with the parent's id on its steps, and recorded on every node.
+// Its steps' ends reach the parent through the nodes' workers
+// (children.hpp, worker/relay.cpp).
+std::optional<pg_uuid_t> start_child_on_cluster(const FencingToken& token, std::string_view name,
+                                                const core::WorkflowSpec& spec) {
+    require_schema_at_least("1.9", "wf_start_child on a distributed pg_wf");
+    require_cross_group_tables();
+    std::optional<RunningAttempt> step = lock_running_attempt_on_cluster(token);
+    if (!step || step->cancel_requested) return std::nullopt;
+    std::string parent = "parent_queue = " + sql_literal(token.queue_name) +
+                         " AND parent_id = " + std::to_string(token.id);
+    Rows found = run_through_citus("SELECT workflow_id FROM wf.child WHERE " + parent +
+                                   " AND name = " + sql_literal(name));
+    if (!found.empty()) return found.uuid_at(0, "workflow_id");
+    ClusterStepsTarget target;
+    target.child_of = token.id;
+    target.default_version = step->version;
+    pg_uuid_t child = submit_on_cluster(spec, target);
+    run_through_citus("INSERT INTO wf.child (parent_queue, parent_id, name, workflow_id) VALUES (" +
+                      sql_literal(token.queue_name) + ", " + std::to_string(token.id) + ", " +
+                      sql_literal(name) + ", " + sql_literal(uuid_text(child)) + "::pg_catalog.uuid)");
+    return child;
+}
+
 // wf_complete_with_steps on a distributed pg_wf, in the caller's
 // transaction as on one server: the step locked in its group, the
 // workflow's row locked on every node (one transaction at a time adds
@@ -715,13 +743,16 @@ bool complete_with_steps_on_cluster(const FencingToken& token, std::optional<Dat
 // Citus (the summary from wf.workflows, the steps from wf.jobs), with each
 // step's "after" named from the workflow's own steps.
 PreparedStatement assemble_workflow(
-    "WITH s AS (SELECT x.step::jsonb AS step, x.depends_on::bigint[] AS depends_on, x.n"
-    "             FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(step, depends_on, n))"
+    "WITH s AS (SELECT x.step::jsonb AS step, x.depends_on::bigint[] AS depends_on,"
+    "                  x.children::jsonb AS children, x.n"
+    "             FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY"
+    "                  AS x(step, depends_on, children, n))"
     " SELECT $1::jsonb || jsonb_build_object('steps', (SELECT jsonb_agg(s.step || jsonb_build_object("
     "   'after', (SELECT jsonb_agg(coalesce((SELECT p.step ->> 'name' FROM s p"
     "                                         WHERE (p.step ->> 'id')::bigint = d), d::text) ORDER BY d)"
-    "               FROM unnest(s.depends_on) AS d)) ORDER BY s.n) FROM s)) AS described",
-    {JSONBOID, TEXTARRAYOID, TEXTARRAYOID});
+    "               FROM unnest(s.depends_on) AS d),"
+    "   'children', s.children) ORDER BY s.n) FROM s)) AS described",
+    {JSONBOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID});
 
 Datum describe_on_cluster(Datum workflow_id) {
     char* id = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
@@ -745,22 +776,41 @@ Datum describe_on_cluster(Datum workflow_id) {
         "  'finished_at', j.finished_at, 'last_error', j.last_error, 'result', j.result,"
         "  'waiting_for', j.waiting_for, 'events', j.events, 'worker', j.worker,"
         "  'version', j.version, 'progress', j.progress, 'children', NULL::jsonb)::text AS step,"
-        "  j.depends_on::text AS depends_on"
+        "  j.depends_on::text AS depends_on, j.queue, j.id"
         "  FROM wf.jobs j WHERE j.workflow_id = " + lit + " ORDER BY j.id");
-    std::vector<Datum> texts, parents;
-    std::vector<bool> no_nulls(steps.size(), false), parents_null;
+    // The child workflows each step started (wf.child, on every node).
+    Rows children = run_through_citus(
+        "SELECT c.parent_queue || ':' || c.parent_id AS step,"
+        "       jsonb_agg(jsonb_build_object('name', c.name, 'workflow_id', c.workflow_id,"
+        "                                    'status', coalesce(c.status, 'running'))"
+        "                 ORDER BY c.started_at, c.name)::text AS children"
+        "  FROM wf.child c WHERE (c.parent_queue, c.parent_id) IN"
+        "       (SELECT queue, id FROM wf.job WHERE workflow_id = " + lit + ")"
+        " GROUP BY c.parent_queue, c.parent_id");
+    std::map<std::string, std::string> children_of;
+    for (uint64 r = 0; r < children.size(); r++)
+        children_of[children.text_at(r, "step")] = children.text_at(r, "children");
+    std::vector<Datum> texts, parents, started;
+    std::vector<bool> no_nulls(steps.size(), false), parents_null, started_null;
     for (uint64 r = 0; r < steps.size(); r++) {
         texts.push_back(text_datum(steps.text_at(r, "step")));
         parents_null.push_back(steps.is_null(r, "depends_on"));
         parents.push_back(steps.is_null(r, "depends_on") ? 0 : text_datum(steps.text_at(r, "depends_on")));
+        auto found = children_of.find(steps.text_at(r, "queue") + ":" + std::to_string(steps.int64_at(r, "id")));
+        started_null.push_back(found == children_of.end());
+        started.push_back(found == children_of.end() ? 0 : text_datum(found->second));
     }
-    Params<3> p;
+    Params<4> p;
     p.set(0, call([&] { return DirectFunctionCall1(jsonb_in, CStringGetDatum(head.c_str())); }));
     p.set(1, datum_array(texts, no_nulls, TEXTOID));
     p.set(2, datum_array(parents, parents_null, TEXTOID));
+    p.set(3, datum_array(started, started_null, TEXTOID));
     Datum value = assemble_workflow.execute(p.values, p.nulls).datum(0, "described");
     return call([&] { return SPI_datumTransfer(value, false, -1); });
 }
+
+
+}  // namespace
 
 int32 cancel_on_cluster(Datum workflow_id) {
     char* id = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
@@ -774,8 +824,6 @@ int32 cancel_on_cluster(Datum workflow_id) {
                       " WHERE id = " + lit + " AND cancelled_at IS NULL");
     return static_cast<int32>(cancelled);
 }
-
-}  // namespace
 
 std::vector<std::string> workflow_step_queues(Datum workflow_id) {
     Params<1> p;
@@ -861,8 +909,9 @@ WF_SQL_FUNCTION(wf_start_child) {
                           "Remove \"key\" from the spec.");
     Datum name_datum = PG_GETARG_DATUM(3);
 
-    std::optional<pg_uuid_t> id = with_job_tables([&]() -> std::optional<pg_uuid_t> {
+    std::optional<pg_uuid_t> id = with_job_tables_anywhere([&]() -> std::optional<pg_uuid_t> {
         require_right(Capability::work, token.queue_name);
+        if (distributed()) return start_child_on_cluster(token, name, spec);
         std::optional<RunningAttempt> step = lock_running_attempt(token);
         if (!step || step->cancel_requested) return std::nullopt;
         StepsTarget target;
@@ -1024,6 +1073,25 @@ WF_SQL_FUNCTION(wf_group_insert_steps) {
         return static_cast<int64>(ordered.size());
     });
     PG_RETURN_INT32(static_cast<int32>(inserted));
+}
+
+// wf._deliver_child(queue, parent_id, workflow_id, name, outcome) -> int:
+// on a distributed pg_wf, a child workflow's outcome delivered to its
+// parent job in the parent's shard group (called by the relay, which marks
+// it delivered in the same transaction); 0 when the parent is gone.
+WF_SQL_FUNCTION(wf_group_deliver_child) {
+    require_group_call_from_pg_wf("wf._deliver_child");
+    BoundedLockWaits bounded;
+    queue_arg(fcinfo, 0);
+    int64 parent = int64_arg(fcinfo, 1, "parent_id");
+    Datum workflow_id = uuid_arg(fcinfo, 2, "workflow_id");
+    text_arg(fcinfo, 3, "name");
+    core::require_not_null(PG_ARGISNULL(4), "outcome");
+    int64 delivered = with_queue_tables(PG_GETARG_DATUM(0), [&] {
+        return deliver_child_outcome(PG_GETARG_DATUM(0), parent, workflow_id, PG_GETARG_DATUM(3),
+                                     PG_GETARG_DATUM(4));
+    });
+    PG_RETURN_INT32(static_cast<int32>(delivered));
 }
 
 // wf._cancel_workflow(queue, workflow_id) -> int: wf_cancel_workflow in

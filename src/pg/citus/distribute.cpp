@@ -53,6 +53,9 @@ const char* const kByQueueFunctions[] = {
     "int, boolean, boolean, interval, text)",
 };
 
+// Delegated from 1.9 (child workflows on a distributed pg_wf).
+const char* const kByQueueFunctionsSince19[] = {"wf_await_children(text, bigint, int, interval)"};
+
 // pg_wf's own calls into one shard group (1.8, cluster_calls.hpp),
 // addressed by a queue of the group like the functions above.
 const char* const kGroupFunctions[] = {
@@ -66,6 +69,7 @@ const char* const kGroupFunctions[] = {
     "wf._cancel_workflow(text, uuid)",
     "wf._recover_lost_claims(text)",
 };
+const char* const kGroupFunctionsSince19[] = {"wf._deliver_child(text, bigint, uuid, text, jsonb)"};
 
 // The EXECUTE rights wf_grant gave before pg_wf was distributed, given
 // again: on a distributed function Citus gives them on every node too.
@@ -159,6 +163,18 @@ void distribute_all() {
             p.set(0, text_datum(function));
             delegate_by_queue.execute(p.values, p.nulls);
         }
+    if (schema_at_least("1.9")) {
+        for (const char* function : kByQueueFunctionsSince19) {
+            Params<1> p;
+            p.set(0, text_datum(api_function(function)));
+            delegate_by_queue.execute(p.values, p.nulls);
+        }
+        for (const char* function : kGroupFunctionsSince19) {
+            Params<1> p;
+            p.set(0, text_datum(function));
+            delegate_by_queue.execute(p.values, p.nulls);
+        }
+    }
     std::vector<std::string> grants;
     Rows granted = execute_grants.execute();
     for (uint64 r = 0; r < granted.size(); r++) grants.push_back(granted.text_at(r, "ddl"));

@@ -267,13 +267,10 @@ void require_coordinator(const char* what) {
 
 void refuse_if_distributed() {
     if (!distributed()) return;
-    throw core::Error("0A000", "this pg_wf function is not supported on a distributed pg_wf yet",
-                      "A distributed pg_wf serves the calls addressed to one queue (enqueue, claim, "
-                      "heartbeat, complete, fail, checkpoint, snooze, retry, cancel, "
-                      "wf_configure_queue), grants, events, schedules and wf_sweep; workflows "
-                      "and dependencies between queues of different shard groups are not "
-                      "distributed yet.",
-                      "README, \"Scaling out\".");
+    // Every wf_* function serves a distributed pg_wf by its own path; this
+    // guards the single-server frame (with_job_tables) against a new one.
+    throw core::Error("0A000", "this pg_wf call is not supported on a distributed pg_wf",
+                      "It reached code written for one server.", "README, \"Scaling out\".");
 }
 
 ShardRoute::ShardRoute(Datum queue) : saved_(current) {

@@ -2,11 +2,13 @@
 // children (see children.hpp for the protocol).
 #include "pg/jobs/children.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "pg/citus/cluster_calls.hpp"
 #include "pg/citus/shard_route.hpp"
 #include "pg/jobs/job_state.hpp"
+#include "pg/runtime/extension.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
 
@@ -122,6 +124,41 @@ PreparedStatement undelivered_outcomes(
     " ORDER BY workflow_id LIMIT 1000",
     {});
 
+// ---- on a distributed pg_wf (1.9) ----
+// wf.child is a reference table, which a call in one shard group reads
+// but does not write, and a child's steps are in any groups: the end of a
+// child's step, and the cancel of a parent with children, go to the
+// node's worker through wf.outbox (the node's own table), which records
+// the outcome once the child is over and delivers it to the parent's group
+// (worker/relay.cpp, deliver_child_outcome).
+PreparedStatement note_children_ended(
+    "INSERT INTO wf.outbox (kind, parent_ids, workflow_id)"
+    " SELECT 'child', '{}', w FROM unnest($1::uuid[]) AS w",
+    {UUIDARRAYOID});
+
+PreparedStatement note_children_to_cancel(
+    "INSERT INTO wf.outbox (kind, parent_ids, workflow_id)"
+    " SELECT 'cancel_child', ARRAY[parent_id], workflow_id FROM wf.child"
+    "  WHERE parent_id = ANY ($1) AND status IS NULL"
+    " RETURNING id",
+    {INT8ARRAYOID});
+
+PreparedStatement lock_parent_waiting(
+    "SELECT 1 AS found FROM wf.job WHERE queue = $1 AND id = $2 FOR NO KEY UPDATE",
+    {TEXTOID, INT8OID});
+
+PreparedStatement add_child_outcome(
+    "UPDATE wf.job SET events = coalesce(events, '{}') || jsonb_build_object('" "wf:child:" "' || $3, $4::jsonb)"
+    " WHERE queue = $1 AND id = $2",
+    {TEXTOID, INT8OID, TEXTOID, JSONBOID});
+
+// Its other children not delivered yet (the worker marks this one in the
+// same transaction).
+PreparedStatement count_others_undelivered(
+    "SELECT count(*) AS undelivered FROM wf.child"
+    " WHERE parent_queue = $1 AND parent_id = $2 AND NOT delivered AND workflow_id <> $3",
+    {TEXTOID, INT8OID, UUIDOID});
+
 bool uuid_less(const pg_uuid_t& a, const pg_uuid_t& b) {
     return std::memcmp(a.data, b.data, UUID_LEN) < 0;
 }
@@ -211,6 +248,40 @@ std::string_view text_of(Datum d) {
     return std::string_view(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 }
 
+namespace {
+
+// jobs_ended in a shard group of a distributed pg_wf: the node's worker
+// takes the ends of child workflows' steps, and the cancels of parents, to
+// their groups.
+void note_child_workflows_across_groups(std::vector<pg_uuid_t>& ended_children,
+                                        const std::vector<int64>& cancelled) {
+    if (ended_children.empty() && cancelled.empty()) return;
+    if (!schema_at_least("1.9")) return;  // no child workflows before
+    bool noted = false;
+    if (!ended_children.empty()) {
+        ended_children.erase(std::unique(ended_children.begin(), ended_children.end(),
+                                         [](const pg_uuid_t& a, const pg_uuid_t& b) {
+                                             return !uuid_less(a, b) && !uuid_less(b, a);
+                                         }),
+                             ended_children.end());
+        std::vector<Datum> datums;
+        std::vector<bool> no_nulls(ended_children.size(), false);
+        for (pg_uuid_t& id : ended_children) datums.push_back(UUIDPGetDatum(&id));
+        Params<1> p;
+        p.set(0, datum_array(datums, no_nulls, UUIDOID));
+        note_children_ended.execute(p.values, p.nulls);
+        noted = true;
+    }
+    if (!cancelled.empty()) {
+        Params<1> p;
+        p.set(0, int8_array(cancelled));
+        if (!note_children_to_cancel.execute(p.values, p.nulls).empty()) noted = true;
+    }
+    if (noted) note_releases_deferred();
+}
+
+}  // namespace
+
 void jobs_ended(const Rows& rows) {
     if (rows.empty()) return;
     // Read by position, once per statement: a completion of 100 jobs runs
@@ -260,6 +331,10 @@ void jobs_ended(const Rows& rows) {
     flush_counts();
     // Children's rows are locked in one order by every transaction.
     std::sort(child_workflows.begin(), child_workflows.end(), uuid_less);
+    if (routed_with_cross_group_dependencies()) {
+        note_child_workflows_across_groups(child_workflows, cancelled);
+        return;
+    }
     for (size_t i = 0; i < child_workflows.size(); i++)
         if (i == 0 || uuid_less(child_workflows[i - 1], child_workflows[i]))
             settle_child(child_workflows[i], false);
@@ -283,12 +358,35 @@ int64 undelivered_children(Datum queue, int64 parent_id) {
     Params<2> p;
     p.set(0, queue);
     p.set(1, Int64GetDatum(parent_id));
+    // On a distributed pg_wf the worker records and delivers an outcome in
+    // one transaction: none is ever left recorded and undelivered.
+    if (current_shard_group() != nullptr)
+        return count_undelivered.execute_latest(p.values, p.nulls).int64_at(0, "undelivered");
     // Outcomes recorded while another transaction held the parent (this
     // caller holds it now): delivered here rather than at the worker's pass.
     std::vector<pg_uuid_t> ids =
         recorded_outcomes_of.execute_latest(p.values, p.nulls).uuid_column("workflow_id");
     for (const pg_uuid_t& id : ids) settle_child(id, true);
     return count_undelivered.execute_latest(p.values, p.nulls).int64_at(0, "undelivered");
+}
+
+int64 deliver_child_outcome(Datum parent_queue, int64 parent_id, Datum workflow_id, Datum name,
+                            Datum outcome) {
+    Params<4> p;
+    p.set(0, parent_queue);
+    p.set(1, Int64GetDatum(parent_id));
+    if (lock_parent_waiting.execute(p.values, p.nulls).empty()) return 0;  // gone (retention)
+    p.set(2, name);
+    p.set(3, outcome);
+    add_child_outcome.execute(p.values, p.nulls);
+    p.set(2, workflow_id);
+    Params<2> w;
+    w.set(0, parent_queue);
+    w.set(1, Int64GetDatum(parent_id));
+    if (count_others_undelivered.execute_latest(p.values, p.nulls).int64_at(0, "undelivered") == 0 &&
+        wake_parent.execute(w.values, w.nulls).int64_at(0, "woken") > 0)
+        note_queue_ready(text_of(parent_queue));
+    return 1;
 }
 
 int64 settle_undelivered_children() {

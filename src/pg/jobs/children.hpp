@@ -52,6 +52,14 @@ WorkflowOutcome read_workflow_outcome(Datum workflow_id);
 // row).
 int64 undelivered_children(Datum queue, int64 parent_id);
 
+// On a distributed pg_wf, in the parent's shard group (wf._deliver_child,
+// called by the node's worker, which marks the child delivered in the same
+// transaction): child workflow `workflow_id`'s outcome joins the parent's
+// events under `name`, and a parent parked in wf_await_children with no
+// other child undelivered goes back to pending. 0 when the parent is gone.
+int64 deliver_child_outcome(Datum parent_queue, int64 parent_id, Datum workflow_id, Datum name,
+                            Datum outcome);
+
 // The background worker's pass (and wf_sweep's): outcomes recorded but not
 // delivered, because their parent was held. Returns how many it delivered.
 int64 settle_undelivered_children();

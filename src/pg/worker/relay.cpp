@@ -5,8 +5,10 @@
 #include <map>
 
 #include "pg/api/rights.hpp"
+#include "pg/api/workflow.hpp"
 #include "pg/base/spi.hpp"
 #include "pg/citus/cluster_calls.hpp"
+#include "pg/jobs/children.hpp"
 
 extern "C" {
 #include "utils/acl.h"
@@ -15,8 +17,10 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
+// (workflow_id came with 1.9.)
 PreparedStatement next_entry(
-    "SELECT id, kind, parent_queue, parent_ids, child_queue, child_id, role_name FROM wf.outbox"
+    "SELECT id, kind, parent_queue, parent_ids, child_queue, child_id, role_name,"
+    "       to_jsonb(o) ->> 'workflow_id' AS workflow_id FROM wf.outbox o"
     " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
     {});
 
@@ -131,6 +135,45 @@ void relay_end(const std::string& parent_queue, int64 parent) {
                           "::pg_catalog.text, " + sql_literal(d.children) + "::pg_catalog.int8[]");
 }
 
+// 'child': a step of child workflow `workflow` ended. Under the child's
+// row (on every node), once every step of it has ended: its outcome
+// recorded, and delivered to its parent's group (wf._deliver_child), in
+// one transaction.
+PreparedStatement outcome_document(
+    "SELECT jsonb_build_object('workflow_id', $1::uuid, 'status', $2::text,"
+    "                          'results', $3::jsonb, 'error', $4::text)::text AS outcome",
+    {TEXTOID, TEXTOID, TEXTOID, TEXTOID});
+
+void relay_child_end(const std::string& workflow) {
+    std::string lit = sql_literal(workflow) + "::pg_catalog.uuid";
+    Rows child = run_through_citus(
+        "SELECT parent_queue, parent_id, name, status IS NOT NULL AS finished, delivered,"
+        "       outcome::text AS outcome FROM wf.child WHERE workflow_id = " + lit + " FOR UPDATE");
+    if (child.empty() || child.bool_at(0, "delivered")) return;
+    std::string outcome = child.text_at(0, "outcome");
+    if (!child.bool_at(0, "finished")) {
+        Datum id = call([&] { return DirectFunctionCall1(uuid_in, CStringGetDatum(workflow.c_str())); });
+        WorkflowOutcome ended = read_workflow_outcome(id);
+        if (!ended.finished) return;
+        Params<4> p;
+        p.set(0, text_datum(workflow));
+        p.set(1, text_datum(ended.status));
+        p.set(2, text_datum(*ended.results_json));
+        p.set_or_null(3, !ended.error, ended.error ? text_datum(*ended.error) : 0);
+        outcome = outcome_document.execute(p.values, p.nulls).text_at(0, "outcome");
+        run_through_citus("UPDATE wf.child SET status = " + sql_literal(ended.status) +
+                          ", finished_at = " +
+                          timestamptz_literal(TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())) +
+                          ", outcome = " + sql_literal(outcome) + "::pg_catalog.jsonb"
+                          " WHERE workflow_id = " + lit);
+    }
+    run_through_citus("UPDATE wf.child SET delivered = true WHERE workflow_id = " + lit);
+    call_in_group("_deliver_child", child.text_at(0, "parent_queue"),
+                  std::to_string(child.int64_at(0, "parent_id")) + "::pg_catalog.int8, " + lit + ", " +
+                      sql_literal(child.text_at(0, "name")) + "::pg_catalog.text, " +
+                      sql_literal(outcome) + "::pg_catalog.jsonb");
+}
+
 }  // namespace
 
 bool relay_one_entry() {
@@ -139,11 +182,20 @@ bool relay_one_entry() {
     int64 id = entry.int64_at(0, "id");
     std::string kind = entry.text_at(0, "kind");
     std::vector<int64> parents = int8_array_values(entry.datum(0, "parent_ids"));
-    if (kind == "subscribe")
+    if (kind == "subscribe") {
         relay_subscription(entry.text_at(0, "child_queue"), entry.int64_at(0, "child_id"), parents,
                            entry.text_at(0, "role_name"));
-    else if (!parents.empty())
+    } else if (kind == "child") {
+        relay_child_end(entry.text_at(0, "workflow_id"));
+    } else if (kind == "cancel_child") {
+        // Its parent was cancelled: the child is, in every group (its
+        // steps' ends come back here as 'child').
+        std::string workflow = entry.text_at(0, "workflow_id");
+        Datum id = call([&] { return DirectFunctionCall1(uuid_in, CStringGetDatum(workflow.c_str())); });
+        cancel_on_cluster(id);
+    } else if (!parents.empty()) {
         relay_end(entry.text_at(0, "parent_queue"), parents[0]);
+    }
     Params<1> p;
     p.set(0, Int64GetDatum(id));
     drop_entry.execute(p.values, p.nulls);

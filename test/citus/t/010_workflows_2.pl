@@ -5,8 +5,10 @@
 # wf_wait_workflow (woken within its poll by a completion on a worker; the
 # wait in the submitting transaction refused), wf_complete_with_steps (a
 # fan-out whose new steps are in both groups, read the completing step's
-# result, and end the workflow with the join's), and wf_enqueue into a
-# workflow.
+# result, and end the workflow with the join's), wf_enqueue into a
+# workflow, and child workflows (1.9: started across the groups, awaited,
+# their outcome delivered to the parent's group by the worker of the node
+# where their last step ended; cancelled with their parent).
 use strict;
 use warnings FATAL => 'all';
 
@@ -193,6 +195,82 @@ is($q->("SELECT status || ' ' || result FROM wf_wait_workflow('$wf', '5 s')"), '
 	is($q->("SELECT workflow_id || ' ' || step_name FROM wf.jobs WHERE id = $extra"), "$w extra",
 		'a job enqueued into a workflow is its step');
 	is($q->("SELECT steps FROM wf.workflows WHERE workflow_id = '$w'"), '3', 'counted');
+}
+
+# ---- child workflows ----
+# A parent in one group starts a child whose steps are in both; it waits
+# for it, and is back in line with the child's outcome in its events.
+{
+	my $client = $coord->background_psql('postgres');
+	my $pw = $q->(qq(SELECT wf_submit('{"steps": [{"name": "parent", "queue": "$qa"}]}')));
+	my $parent = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$pw'");
+	my ($id, $attempt);
+	for (1 .. 100)
+	{
+		($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qa')");
+		last if !defined $id || $id eq $parent;
+		$client->query_safe("SELECT wf_complete('$qa', $id, $attempt)");
+	}
+	is($id, $parent, 'the parent claimed');
+	my $spec = qq({"steps": [{"name": "c1", "queue": "$qb"}, {"name": "c2", "queue": "$qc", "after": ["c1"]}]});
+	my $kid = $client->query_safe("SELECT wf_start_child('$qa', $id, $attempt, 'kid', '$spec')");
+	like($kid, qr/^[0-9a-f-]{36}$/, 'wf_start_child through the coordinator');
+	is($client->query_safe("SELECT wf_start_child('$qa', $id, $attempt, 'kid', '$spec')"), $kid,
+		'started once: the same name gives the same child');
+	is($q->("SELECT string_agg(step_name || ':' || queue || ':' || child_of, ' ' ORDER BY id) FROM wf.jobs"
+		  . " WHERE workflow_id = '$kid'"), "c1:$qb:$parent c2:$qc:$parent", "its steps, in both groups, carry the parent's id");
+	is($q->("SELECT child_of FROM wf.workflows WHERE workflow_id = '$kid'"), $parent, "the workflow names its parent");
+	is($client->query_safe("SELECT wf_await_children('$qa', $id, $attempt)"), 'waiting', 'the parent waits');
+	is($client->query_safe("SELECT wf_start_child('$qa', $id, $attempt, 'late', '$spec')"), '',
+		'a token the wait ended is stale: NULL');
+	step_and($qb, $kid, 'c1', q{wf_complete(%q, %id, %a, '{"one": 1}')});
+	is($q->("SELECT status FROM wf.jobs WHERE id = $parent"), 'waiting', 'still waiting with a step of the child left');
+	step_and($qc, $kid, 'c2', q{wf_complete(%q, %id, %a, '{"two": 2}')});
+	ok($c->wait_for("SELECT status FROM wf.jobs WHERE id = $parent", 'pending'),
+		"the child done, its parent is back in line (the child's last step on another node)");
+	is($q->("SELECT events -> 'wf:child:kid' ->> 'status' FROM wf.jobs WHERE id = $parent"), 'done',
+		"with the child's outcome in its events");
+	is($q->("SELECT events -> 'wf:child:kid' -> 'results' FROM wf.jobs WHERE id = $parent"), '{"c2": {"two": 2}}',
+		"and its result");
+	is($q->("SELECT status || ' ' || delivered FROM wf.child WHERE workflow_id = '$kid'"), 'done true',
+		'recorded and delivered once');
+	is($q->("SELECT wf_workflow('$pw') -> 'steps' -> 0 -> 'children'"),
+		qq([{"name": "kid", "status": "done", "workflow_id": "$kid"}]), "wf_workflow lists a step's children");
+	# The parent's next attempt reads the outcome and may await again:
+	# nothing is left undelivered, so it goes on at once.
+	($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qa')");
+	is($id, $parent, 'the parent claimed again');
+	is($client->query_safe("SELECT wf_await_children('$qa', $id, $attempt)"), 'pending',
+		'with every child delivered, wf_await_children goes on at once');
+	$client->quit;
+}
+
+# A parent cancelled: its child is cancelled in every group.
+{
+	my $parent = $q->("SELECT wf_submit('{\"steps\": [{\"name\": \"boss\", \"queue\": \"$qd\"}]}')");
+	my $client = $coord->background_psql('postgres');
+	my ($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qd')");
+	my $spec = qq({"steps": [{"name": "x", "queue": "$qa"}, {"name": "y", "queue": "$qb", "after": ["x"]}]});
+	my $kid = $client->query_safe("SELECT wf_start_child('$qd', $id, $attempt, 'work', '$spec')");
+	is($client->query_safe("SELECT wf_await_children('$qd', $id, $attempt)"), 'waiting', 'a parent waits');
+	$client->quit;
+	is($q->("SELECT wf_cancel_workflow('$parent')"), '1', "the parent's workflow cancelled");
+	ok($c->wait_for("SELECT string_agg(step_name || ':' || status, ' ' ORDER BY id) FROM wf.jobs WHERE workflow_id = '$kid'",
+			'x:cancelled y:cancelled'), "its child's steps are cancelled, on both nodes");
+	ok($c->wait_for("SELECT status FROM wf.child WHERE workflow_id = '$kid'", 'cancelled'), 'the child ended cancelled');
+	is($q->("SELECT cancelled_at IS NOT NULL FROM wf.workflows WHERE workflow_id = '$kid'"), 't', 'as a cancelled workflow');
+}
+
+# Rights: a tenant who may not work the parent's queue starts nothing.
+{
+	$q->("SELECT wf_grant('tenant', 'work', '$qa')");
+	my ($ret2, $out2, $err2) = $coord->psql('postgres',
+		"SET ROLE tenant; SELECT wf_start_child('$qb', 1, 1, 'x', '{\"steps\": [{\"name\": \"a\", \"queue\": \"$qa\"}]}')");
+	like($err2, qr/permission denied to work in queue "\Q$qb\E"/, 'wf_start_child without the right to work: 42501');
+	$q->('GRANT EXECUTE ON FUNCTION wf._deliver_child(text, bigint, uuid, text, jsonb) TO tenant');
+	($ret2, $out2, $err2) = $coord->psql('postgres',
+		"SET ROLE tenant; SELECT wf._deliver_child('$qa', 1, gen_random_uuid(), 'x', '{}')");
+	like($err2, qr/permission denied for function wf\._deliver_child/, 'wf._deliver_child refuses a tenant granted EXECUTE');
 }
 
 $c->stop_all;
