@@ -17,12 +17,32 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-// (workflow_id came with 1.9.)
+// (workflow_id came with 1.9.) $1: the entries deferred for now.
 PreparedStatement next_entry(
     "SELECT id, kind, parent_queue, parent_ids, child_queue, child_id, role_name,"
     "       to_jsonb(o) ->> 'workflow_id' AS workflow_id FROM wf.outbox o"
-    " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
-    {});
+    " WHERE id <> ALL ($1) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+    {INT8ARRAYOID});
+
+// Entries whose relay failed, and when to try each again (see
+// defer_failed_entry), with the delay of its next failure.
+struct Deferred {
+    TimestampTz retry_at;
+    long delay_ms;
+};
+std::map<int64, Deferred> deferred;
+constexpr long kFirstRetryMs = 1000, kLastRetryMs = 60000;
+constexpr size_t kMaxDeferred = 10000;
+
+// The deferred entries not due yet (those due are forgotten: tried again,
+// their delay kept until they succeed).
+std::vector<int64> entries_not_due() {
+    TimestampTz now = GetCurrentTimestamp();
+    std::vector<int64> ids;
+    for (const auto& [id, entry] : deferred)
+        if (entry.retry_at > now) ids.push_back(id);
+    return ids;
+}
 
 PreparedStatement drop_entry("DELETE FROM wf.outbox WHERE id = $1", {INT8OID});
 
@@ -176,10 +196,20 @@ void relay_child_end(const std::string& workflow) {
 
 }  // namespace
 
-bool relay_one_entry() {
-    Rows entry = next_entry.execute();
+void defer_failed_entry(int64 id) {
+    auto known = deferred.find(id);
+    long delay = known == deferred.end() ? kFirstRetryMs : std::min(known->second.delay_ms * 2, kLastRetryMs);
+    if (known == deferred.end() && deferred.size() >= kMaxDeferred) deferred.erase(deferred.begin());
+    deferred[id] = {TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay), delay};
+}
+
+bool relay_one_entry(int64* taken) {
+    Params<1> skip;
+    skip.set(0, int8_array(entries_not_due()));
+    Rows entry = next_entry.execute(skip.values, skip.nulls);
     if (entry.empty()) return false;
     int64 id = entry.int64_at(0, "id");
+    *taken = id;
     std::string kind = entry.text_at(0, "kind");
     std::vector<int64> parents = int8_array_values(entry.datum(0, "parent_ids"));
     if (kind == "subscribe") {
@@ -199,6 +229,8 @@ bool relay_one_entry() {
     Params<1> p;
     p.set(0, Int64GetDatum(id));
     drop_entry.execute(p.values, p.nulls);
+    // Forgotten once relayed (a failure of the commit defers it again).
+    deferred.erase(id);
     return true;
 }
 

@@ -6,10 +6,19 @@
 
 namespace wf::pg {
 
-// Relays the oldest entry of wf.outbox that no other transaction holds, in
-// the caller's transaction (inside SPI, as pg_wf's owner): its calls into
-// other shard groups go through Citus, and the entry is deleted with them.
-// Returns false when there was none.
-bool relay_one_entry();
+// Relays the oldest entry of wf.outbox that no other transaction holds and
+// that is not deferred, in the caller's transaction (inside SPI, as pg_wf's
+// owner): its calls into other shard groups go through Citus, and the entry
+// is deleted with them. Returns false when there was none; `*taken` is the
+// entry's id as soon as it is taken.
+bool relay_one_entry(int64* taken);
+
+// After the transaction of relay_one_entry failed (a node down, a lock
+// wait bounded by BoundedLockWaits, an entry that cannot be relayed): entry
+// `id` is tried again after a delay (a second, doubling to a
+// minute while it keeps failing), and the entries after it go first --
+// each entry stands alone, so one that fails holds back no other. In this
+// worker's memory: a restarted worker tries every entry at once.
+void defer_failed_entry(int64 id);
 
 }  // namespace wf::pg

@@ -220,11 +220,12 @@ void run_body_in_spi(void* body) {
 // rolled back, and the worker goes on with the next pass, as autovacuum goes
 // on with the next table. No C++ object lives in this frame or between it
 // and the body's guard (`body` is a function, or a lambda capturing by
-// reference).
+// reference). Returns whether the pass committed.
 template <PassKind kind = PassKind::sql, typename Body>
-void run_pass(const char* activity, Body&& body) {
+bool run_pass(const char* activity, Body&& body) {
     SetCurrentStatementStartTimestamp();
     StartTransactionCommand();
+    volatile bool committed = false;
     PG_TRY();
     {
         pgstat_report_activity(STATE_RUNNING, activity);
@@ -237,6 +238,7 @@ void run_pass(const char* activity, Body&& body) {
             PopActiveSnapshot();
         }
         CommitTransactionCommand();
+        committed = true;
     }
     PG_CATCH();
     {
@@ -244,6 +246,7 @@ void run_pass(const char* activity, Body&& body) {
     }
     PG_END_TRY();
     pgstat_report_activity(STATE_IDLE, nullptr);
+    return committed;
 }
 
 void on_worker_exit(int, Datum) { unregister_database_worker(false); }
@@ -427,15 +430,21 @@ void run_group_passes(const std::vector<int64>& shards) {
 
 // What calls left for other shard groups in wf.outbox (a distributed
 // pg_wf, 1.8), an entry per transaction: one that fails (a node down) is
-// logged and tried again at the next pass, before those after it.
+// logged and deferred (defer_failed_entry), and the pass goes on with the
+// others.
 void relay_outbox() {
     constexpr int kRelayBatch = 1000;
     for (int i = 0; i < kRelayBatch; i++) {
         bool relayed = false;
-        run_pass("pg_wf relay", [&] {
-            if (schema_at_least("1.8")) relayed = relay_one_entry();
+        int64 taken = 0;
+        bool committed = run_pass("pg_wf relay", [&] {
+            if (schema_at_least("1.8")) relayed = relay_one_entry(&taken);
         });
-        if (!relayed) return;
+        if (!committed && taken != 0) {
+            defer_failed_entry(taken);
+            continue;
+        }
+        if (!committed || !relayed) return;
     }
     // More than a batch: the rest at the next pass.
 }

@@ -273,5 +273,24 @@ is($q->("SELECT status || ' ' || result FROM wf_wait_workflow('$wf', '5 s')"), '
 	like($err2, qr/permission denied for function wf\._deliver_child/, 'wf._deliver_child refuses a tenant granted EXECUTE');
 }
 
+# ---- an outbox entry that cannot be relayed holds back no other ----
+{
+	my ($w1) = $c->workers;
+	# A 'child' entry naming no workflow: its relay fails every time.
+	$c->sql_on($w1, "INSERT INTO wf.outbox (kind, parent_ids) VALUES ('child', '{}')");
+	my $first_node_queue = $q->("SELECT nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
+		  . " WHERE shardid = get_shard_id_for_distribution_column('wf.job', '$qa')") eq $w1->port ? $qa : $qb;
+	my $other = $first_node_queue eq $qa ? $qb : $qa;
+	my $spec = qq({"steps": [{"name": "a", "queue": "$first_node_queue"},)
+	  . qq({"name": "b", "queue": "$other", "after": ["a"]}]});
+	my $w = $q->("SELECT wf_submit('$spec')");
+	step_and($first_node_queue, $w, 'a', 'wf_complete(%q, %id, %a)');
+	step_and($other, $w, 'b', 'wf_complete(%q, %id, %a)');
+	is($q->("SELECT status FROM wf.workflows WHERE workflow_id = '$w'"), 'done',
+		"the worker of a node with an entry it cannot relay relays the others");
+	is($c->sql_on($w1, "SELECT count(*) FROM wf.outbox WHERE kind = 'child' AND workflow_id IS NULL"), '1',
+		'the bad entry stays, tried again later (its error in the log)');
+}
+
 $c->stop_all;
 done_testing();
