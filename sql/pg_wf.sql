@@ -1120,6 +1120,12 @@ AS 'MODULE_PATHNAME', 'wf_group_deliver_child' LANGUAGE C VOLATILE
 SET enable_seqscan = off SET jit = off
 SET search_path = pg_catalog, pg_temp;
 REVOKE EXECUTE ON FUNCTION wf._deliver_child(text, bigint, uuid, text, jsonb) FROM PUBLIC;
+-- 1.9: wf._cancel_workflow for the worker (a cancelled parent's child).
+CREATE FUNCTION wf._cancel_child(queue text, workflow_id uuid) RETURNS int
+AS 'MODULE_PATHNAME', 'wf_group_cancel_child' LANGUAGE C VOLATILE
+SET enable_seqscan = off SET jit = off
+SET search_path = pg_catalog, pg_temp;
+REVOKE EXECUTE ON FUNCTION wf._cancel_child(text, uuid) FROM PUBLIC;
 
 -- Nothing attaches to pg_wf's tables: no trigger, rule or row security
 -- (src/pg/runtime/attachments.hpp). pg_wf's functions and its worker write

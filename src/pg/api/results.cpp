@@ -87,7 +87,9 @@ bool workflow_written_here(Datum workflow_id) {
     char* id = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
     Rows row = run_through_citus("SELECT xmin AS changed_by FROM wf.workflow WHERE id = " +
                                  sql_literal(id) + "::pg_catalog.uuid");
-    return !row.empty() && written_by_this_transaction(row.datum(0, "changed_by"));
+    bool written = !row.empty() && written_by_this_transaction(row.datum(0, "changed_by"));
+    row.free();
+    return written;
 }
 
 void emit_result(FunctionCallInfo fcinfo, Datum status, std::optional<Datum> result,

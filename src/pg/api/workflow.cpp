@@ -668,6 +668,16 @@ std::optional<pg_uuid_t> start_child_on_cluster(const FencingToken& token, std::
                                                 const core::WorkflowSpec& spec) {
     require_schema_at_least("1.9", "wf_start_child on a distributed pg_wf");
     require_cross_group_tables();
+    // A child's outcome reaches its parent through wf._deliver_child, which
+    // wf_distribute() hands to Citus (after the update to 1.9, again).
+    if (!run_through_citus("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_object"
+                           " WHERE classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objid ="
+                           " 'wf._deliver_child(text, bigint, uuid, text, jsonb)'::pg_catalog.regprocedure"
+                           " AND distribution_argument_index IS NOT NULL) AS d")
+             .bool_at(0, "d"))
+        throw core::Error("55000", "pg_wf's 1.9 functions are not distributed yet",
+                          "ALTER EXTENSION pg_wf UPDATE added them; wf_distribute() hands them to Citus.",
+                          "Run SELECT wf_distribute() on the coordinator.");
     std::optional<RunningAttempt> step = lock_running_attempt_on_cluster(token);
     if (!step || step->cancel_requested) return std::nullopt;
     std::string parent = "parent_queue = " + sql_literal(token.queue_name) +
@@ -697,7 +707,13 @@ bool complete_with_steps_on_cluster(const FencingToken& token, std::optional<Dat
     std::optional<RunningAttempt> step = lock_running_attempt_on_cluster(token);
     if (!step) return false;
     require_workflow_step(*step, token);
-    if (step->cancel_requested || steps_text == "[]") return complete_on_cluster(token, result);
+    // (The step is locked: its completion cannot find the token stale. One
+    // whose cancellation was requested ends cancelled, and true is said, as
+    // on one server.)
+    if (step->cancel_requested || steps_text == "[]") {
+        complete_on_cluster(token, result);
+        return true;
+    }
 
     std::string id_literal = sql_literal(uuid_text(*step->workflow_id)) + "::pg_catalog.uuid";
     run_through_citus("SELECT 1 FROM wf.workflow WHERE id = " + id_literal + " FOR UPDATE");
@@ -736,7 +752,8 @@ bool complete_with_steps_on_cluster(const FencingToken& token, std::optional<Dat
     for (const auto& [queue, ids] : flagged)
         run_through_citus("UPDATE wf.job SET has_dependents = true WHERE queue = " + sql_literal(queue) +
                           " AND id = ANY (" + int8_array_literal(ids) + ") AND NOT has_dependents");
-    return complete_on_cluster(token, result);
+    complete_on_cluster(token, result);
+    return true;
 }
 
 // wf_workflow on a distributed pg_wf: the same document, read through
@@ -812,13 +829,27 @@ Datum describe_on_cluster(Datum workflow_id) {
 
 }  // namespace
 
-int32 cancel_on_cluster(Datum workflow_id) {
+int32 cancel_on_cluster(Datum workflow_id, bool by_worker) {
     char* id = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, workflow_id)); });
     std::string lit = sql_literal(id) + "::pg_catalog.uuid";
+    // One transaction at a time adds steps to a workflow, under its row
+    // (wf_complete_with_steps): the cancel waits for one in flight. Its
+    // steps then show in their groups as each node commits (a moment after
+    // the lock is free, on some): the groups are looked at again, pass
+    // after pass, until a pass (the second at the earliest) cancels nothing.
+    run_through_citus("SELECT 1 FROM wf.workflow WHERE id = " + lit + " FOR UPDATE");
+    // The worker's waits are bounded (BoundedLockWaits): Citus's detection
+    // of distributed deadlocks does not see its transactions.
+    const char* function = by_worker ? "_cancel_child" : "_cancel_workflow";
     int64 cancelled = 0;
-    for (const std::string& queue :
-         one_queue_per_group({"SELECT DISTINCT queue FROM wf.job WHERE workflow_id = " + lit}))
-        cancelled += call_in_group("_cancel_workflow", queue, lit);
+    for (int pass = 0;; pass++) {
+        int64 now_cancelled = 0;
+        for (const std::string& queue :
+             one_queue_per_group({"SELECT DISTINCT queue FROM wf.job WHERE workflow_id = " + lit}))
+            now_cancelled += call_in_group(function, queue, lit);
+        cancelled += now_cancelled;
+        if (pass >= 1 && now_cancelled == 0) break;
+    }
     run_through_citus("UPDATE wf.workflow SET cancelled_at = " +
                       timestamptz_literal(TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())) +
                       " WHERE id = " + lit + " AND cancelled_at IS NULL");
@@ -1098,6 +1129,19 @@ WF_SQL_FUNCTION(wf_group_deliver_child) {
 // one shard group, on a distributed pg_wf.
 WF_SQL_FUNCTION(wf_group_cancel_workflow) {
     require_group_call_from_pg_wf("wf._cancel_workflow");
+    queue_arg(fcinfo, 0);
+    Datum workflow_id = uuid_arg(fcinfo, 1, "workflow_id");
+    int32 cancelled = with_queue_tables(PG_GETARG_DATUM(0), [&] {
+        return cancel_workflow_steps(workflow_id, false);
+    });
+    PG_RETURN_INT32(cancelled);
+}
+
+// wf._cancel_child(queue, workflow_id) -> int: wf._cancel_workflow for the
+// node's worker (a cancelled parent's child), its lock waits bounded.
+WF_SQL_FUNCTION(wf_group_cancel_child) {
+    require_group_call_from_pg_wf("wf._cancel_child");
+    BoundedLockWaits bounded;
     queue_arg(fcinfo, 0);
     Datum workflow_id = uuid_arg(fcinfo, 1, "workflow_id");
     int32 cancelled = with_queue_tables(PG_GETARG_DATUM(0), [&] {

@@ -69,7 +69,8 @@ const char* const kGroupFunctions[] = {
     "wf._cancel_workflow(text, uuid)",
     "wf._recover_lost_claims(text)",
 };
-const char* const kGroupFunctionsSince19[] = {"wf._deliver_child(text, bigint, uuid, text, jsonb)"};
+const char* const kGroupFunctionsSince19[] = {"wf._deliver_child(text, bigint, uuid, text, jsonb)",
+                                              "wf._cancel_child(text, uuid)"};
 
 // The EXECUTE rights wf_grant gave before pg_wf was distributed, given
 // again: on a distributed function Citus gives them on every node too.

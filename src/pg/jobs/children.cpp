@@ -239,6 +239,7 @@ WorkflowOutcome read_workflow_outcome(Datum workflow_id) {
     outcome.status = rows.text_at(0, "status");
     outcome.results_json = rows.text_at(0, "results");
     if (!rows.is_null(0, "error")) outcome.error = rows.text_at(0, "error");
+    rows.free();  // a wait reads it again and again
     return outcome;
 }
 

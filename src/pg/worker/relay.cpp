@@ -85,10 +85,17 @@ std::optional<End> end_of(const std::string& queue, int64 id) {
 // 'subscribe': job (child_queue, child) waits on `parents`, somewhere.
 void relay_subscription(const std::string& child_queue, int64 child,
                         const std::vector<int64>& parents, const std::string& role_name) {
-    Rows found = run_through_citus("SELECT id, queue FROM wf.job WHERE id = ANY (" +
-                                   int8_array_literal(parents) + ")");
-    std::map<int64, std::string> queue_of;
-    for (uint64 r = 0; r < found.size(); r++) queue_of[found.int64_at(r, "id")] = found.text_at(r, "queue");
+    // The parents, and the child itself: its workflow.
+    std::vector<int64> ids = parents;
+    ids.push_back(child);
+    Rows found = run_through_citus("SELECT id, queue, coalesce(workflow_id::pg_catalog.text, '') AS workflow"
+                                   "  FROM wf.job WHERE id = ANY (" + int8_array_literal(ids) + ")");
+    std::map<int64, std::string> queue_of, workflow_of;
+    for (uint64 r = 0; r < found.size(); r++) {
+        queue_of[found.int64_at(r, "id")] = found.text_at(r, "queue");
+        workflow_of[found.int64_at(r, "id")] = found.text_at(r, "workflow");
+    }
+    const std::string& child_workflow = workflow_of[child];
     Oid role = call([&] { return get_role_oid(role_name.c_str(), true); });
     for (int64 parent : parents) {
         auto where = queue_of.find(parent);
@@ -98,8 +105,11 @@ void relay_subscription(const std::string& child_queue, int64 child,
         }
         const std::string& parent_queue = where->second;
         // A job that waits on others reads their results: its enqueuer
-        // needs the right to produce in their queues, as on one server.
-        if (!OidIsValid(role) || !has_right(role, Capability::produce, parent_queue)) {
+        // needs the right to produce in their queues, as on one server --
+        // unless both are steps of one workflow, whose edges were allowed
+        // when the steps came in (wf_submit, wf_complete_with_steps).
+        bool same_workflow = !child_workflow.empty() && workflow_of[parent] == child_workflow;
+        if (!same_workflow && (!OidIsValid(role) || !has_right(role, Capability::produce, parent_queue))) {
             deliver(child_queue, parent, "forbidden", "NULL", parent_queue, {child});
             continue;
         }
@@ -166,6 +176,14 @@ PreparedStatement outcome_document(
 
 void relay_child_end(const std::string& workflow) {
     std::string lit = sql_literal(workflow) + "::pg_catalog.uuid";
+    // Most ends are not the child's last: a look for an unfinished step,
+    // without a lock, sends them away.
+    std::string unfinished = "SELECT EXISTS (SELECT 1 FROM wf.job WHERE workflow_id = " + lit +
+                             " AND status IN ('blocked', 'pending', 'waiting')) AS unfinished";
+    if (run_through_citus(unfinished).bool_at(0, "unfinished")) return;
+    // A step adding steps to it (wf_complete_with_steps holds its row) is
+    // waited for, then the child's row is taken and its steps read again.
+    run_through_citus("SELECT 1 FROM wf.workflow WHERE id = " + lit + " FOR SHARE");
     Rows child = run_through_citus(
         "SELECT parent_queue, parent_id, name, status IS NOT NULL AS finished, delivered,"
         "       outcome::text AS outcome FROM wf.child WHERE workflow_id = " + lit + " FOR UPDATE");
@@ -222,7 +240,7 @@ bool relay_one_entry(int64* taken) {
         // steps' ends come back here as 'child').
         std::string workflow = entry.text_at(0, "workflow_id");
         Datum id = call([&] { return DirectFunctionCall1(uuid_in, CStringGetDatum(workflow.c_str())); });
-        cancel_on_cluster(id);
+        cancel_on_cluster(id, true);
     } else if (!parents.empty()) {
         relay_end(entry.text_at(0, "parent_queue"), parents[0]);
     }

@@ -188,6 +188,51 @@ is($q->("SELECT status || ' ' || result FROM wf_wait_workflow('$wf', '5 s')"), '
 	$client->quit;
 }
 
+# A worker role that may work the step's queue and produce in the new
+# steps' queue only: its new step after the completing one (in another
+# group) runs, as on one server -- an edge inside a workflow needs no right
+# on the parent's queue.
+{
+	$q->('CREATE ROLE fan_worker LOGIN');
+	$q->("SELECT wf_grant('fan_worker', 'work', '$qc')");
+	$q->("SELECT wf_grant('fan_worker', 'produce', '$qd')");
+	my $w = $q->(qq(SELECT wf_submit('{"steps": [{"name": "s", "queue": "$qc"}]}')));
+	my $sid = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$w'");
+	my $client = $coord->background_psql('postgres');
+	$client->query_safe('SET ROLE fan_worker');
+	my ($id, $attempt);
+	for (1 .. 100)
+	{
+		($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qc')");
+		last if !defined $id || $id eq $sid;
+		$client->query_safe("SELECT wf_complete('$qc', $id, $attempt)");
+	}
+	is($id, $sid, 'the step claimed by a role with work on its queue');
+	is($client->query_safe(qq{SELECT wf_complete_with_steps('$qc', $id, $attempt, '{"s": 1}', '[{"name": "n", "queue": "$qd", "after": ["s"]}]')}),
+		't', 'it adds a step in a queue it may produce in');
+	$client->quit;
+	ok($c->wait_for("SELECT status FROM wf.jobs WHERE workflow_id = '$w' AND step_name = 'n'", 'pending'),
+		"the new step is released by the completing one, on the other node");
+
+	# A step whose cancellation was requested ends cancelled, adds nothing,
+	# and says true, as on one server.
+	my $w2 = $q->(qq(SELECT wf_submit('{"steps": [{"name": "s", "queue": "$qc"}]}')));
+	my $s2 = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$w2'");
+	$client = $coord->background_psql('postgres');
+	for (1 .. 100)
+	{
+		($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qc')");
+		last if !defined $id || $id eq $s2;
+		$client->query_safe("SELECT wf_complete('$qc', $id, $attempt)");
+	}
+	is($q->("SELECT wf_cancel_workflow('$w2')"), '1', 'the running step flagged (and counted)');
+	is($client->query_safe(qq{SELECT wf_complete_with_steps('$qc', $id, $attempt, NULL, '[{"name": "n", "queue": "$qd", "after": ["s"]}]')}),
+		't', 'a flagged step completing with steps: true');
+	$client->quit;
+	is($q->("SELECT string_agg(step_name || ':' || status, ' ') FROM wf.jobs WHERE workflow_id = '$w2'"), 's:cancelled',
+		'it ended cancelled and added nothing');
+}
+
 # ---- wf_enqueue into a workflow ----
 {
 	my $w = $q->("SELECT wf_submit('" . $two_steps->() . "')");
@@ -248,15 +293,26 @@ is($q->("SELECT status || ' ' || result FROM wf_wait_workflow('$wf', '5 s')"), '
 # A parent cancelled: its child is cancelled in every group.
 {
 	my $parent = $q->("SELECT wf_submit('{\"steps\": [{\"name\": \"boss\", \"queue\": \"$qd\"}]}')");
+	my $boss = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$parent'");
 	my $client = $coord->background_psql('postgres');
-	my ($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qd')");
+	my ($id, $attempt);
+	for (1 .. 100)
+	{
+		($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qd')");
+		last if !defined $id || $id eq $boss;
+		$client->query_safe("SELECT wf_complete('$qd', $id, $attempt)");
+	}
+	is($id, $boss, 'the parent step claimed');
 	my $spec = qq({"steps": [{"name": "x", "queue": "$qa"}, {"name": "y", "queue": "$qb", "after": ["x"]}]});
 	my $kid = $client->query_safe("SELECT wf_start_child('$qd', $id, $attempt, 'work', '$spec')");
 	is($client->query_safe("SELECT wf_await_children('$qd', $id, $attempt)"), 'waiting', 'a parent waits');
 	$client->quit;
 	is($q->("SELECT wf_cancel_workflow('$parent')"), '1', "the parent's workflow cancelled");
 	ok($c->wait_for("SELECT string_agg(step_name || ':' || status, ' ' ORDER BY id) FROM wf.jobs WHERE workflow_id = '$kid'",
-			'x:cancelled y:cancelled'), "its child's steps are cancelled, on both nodes");
+			'x:cancelled y:cancelled'), "its child's steps are cancelled, on both nodes")
+	  or diag(join("\n", map { $c->sql_on($_, "SELECT string_agg(kind || ' ' || coalesce(workflow_id::text, '-'), '; ') FROM wf.outbox") } $c->workers),
+		$q->("SELECT string_agg(parent_queue || ':' || parent_id || ':' || coalesce(status, 'null'), ' ') FROM wf.child WHERE workflow_id = '$kid'"),
+		$q->("SELECT string_agg(id || ':' || status, ' ') FROM wf.jobs WHERE workflow_id = '$parent'"));
 	ok($c->wait_for("SELECT status FROM wf.child WHERE workflow_id = '$kid'", 'cancelled'), 'the child ended cancelled');
 	is($q->("SELECT cancelled_at IS NOT NULL FROM wf.workflows WHERE workflow_id = '$kid'"), 't', 'as a cancelled workflow');
 }
