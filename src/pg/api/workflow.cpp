@@ -21,61 +21,54 @@
 namespace wf::pg {
 namespace {
 
-// The whole workflow in one statement: ids drawn in step order, edges mapped
-// from step positions to ids, each step's depends_on, the ready rows of the
-// steps without predecessors, and the workflow's row. Arrays carry one
-// element per step ($1..$8) or per edge ($9, $10; 1-based step positions).
+// The whole workflow in one statement, its ids drawn (take_ids) and its
+// edges mapped to them beforehand (insert_steps): each step's row with its
+// depends_on, the edges its predecessors' ends release it by, the ready
+// rows of the steps without predecessors, and the workflow's row. Arrays
+// carry one element per step ($1..$8, $11, $12, $13, $14) or per edge ($9,
+// $10: parent id, child id; the child's queue is its row's).
 PreparedStatement insert_workflow(
     "WITH wid AS MATERIALIZED (SELECT coalesce($17::uuid, gen_random_uuid()) AS id),"
-    " s AS MATERIALIZED ("
-    "  SELECT t.n, nextval('wf.job_id_seq') AS id, t.queue, t.step_name, t.payload,"
-    "         t.priority, t.max_attempts, t.run_at, t.pending_deps, t.has_dependents, t.key,"
-    "         t.version"
-    "    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[],"
-    "                $6::timestamptz[], $7::int[], $8::bool[], $13::text[], $14::text[])"
-    "         WITH ORDINALITY"
-    "         AS t(queue, step_name, payload, priority, max_attempts, run_at, pending_deps,"
-    "              has_dependents, key, version, n)"
-    "   ORDER BY t.n),"
-    " e AS MATERIALIZED ("
-    "  SELECT p.id AS parent_id, c.queue AS child_queue, c.id AS child_id"
-    "    FROM unnest($9::int[], $10::int[]) AS x(parent_n, child_n)"
-    "    JOIN s p ON p.n = x.parent_n JOIN s c ON c.n = x.child_n),"
-    // Edges to steps already in the workflow, done (wf_complete_with_steps):
-    // in depends_on, for the inputs; nothing to wait for.
-    " x AS MATERIALIZED ("
-    "  SELECT x.parent_id, c.id AS child_id"
-    "    FROM unnest($18::int[], $19::bigint[]) AS x(child_n, parent_id)"
-    "    JOIN s c ON c.n = x.child_n),"
-    " d AS (SELECT child_id, array_agg(parent_id ORDER BY parent_id) AS depends_on"
-    "         FROM (SELECT parent_id, child_id FROM e UNION ALL"
-    "               SELECT parent_id, child_id FROM x) AS a GROUP BY child_id),"
     " job AS ("
     "  INSERT INTO wf.job (queue, id, status, payload, run_at, priority, max_attempts,"
     "                      attempt_budget, workflow_id, step_name, depends_on, pending_deps,"
     "                      has_dependents, key, version, child_of)"
-    "  SELECT s.queue, s.id, CASE WHEN s.pending_deps > 0 THEN 'blocked' ELSE 'pending' END,"
-    "         s.payload::jsonb, coalesce(s.run_at, now()), s.priority,"
-    "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
-    "         coalesce(s.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
-    "         (SELECT id FROM wid), s.step_name, d.depends_on, s.pending_deps, s.has_dependents,"
-    "         s.key, s.version, $15"
-    "    FROM s LEFT JOIN d ON d.child_id = s.id"
-    "           LEFT JOIN wf.queue_config c ON c.queue = s.queue"
-    "   ORDER BY s.n"
-    "  RETURNING queue, priority, run_at, id, key, version, status),"
+    "  SELECT t.queue, t.id, CASE WHEN t.pending_deps > 0 THEN 'blocked' ELSE 'pending' END,"
+    "         t.payload::jsonb, coalesce(t.run_at, now()), t.priority,"
+    "         coalesce(t.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
+    "         coalesce(t.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
+    "         (SELECT id FROM wid), t.step_name, t.depends_on::bigint[], t.pending_deps,"
+    "         t.has_dependents, t.key, t.version, $15"
+    "    FROM unnest($1::text[], $18::bigint[], $2::text[], $3::text[], $4::int[], $5::int[],"
+    "                $6::timestamptz[], $7::int[], $8::bool[], $13::text[], $14::text[],"
+    "                $19::text[])"
+    "         AS t(queue, id, step_name, payload, priority, max_attempts, run_at, pending_deps,"
+    "              has_dependents, key, version, depends_on)"
+    "         LEFT JOIN wf.queue_config c ON c.queue = t.queue),"
     " edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
-    "           SELECT parent_id, child_queue, child_id FROM e),"
-    WF_SQL_ENTER_READY_NEW("job", WF_SQL_IF_PENDING) ","
+    "           SELECT x.parent_id, x.child_queue, x.child_id"
+    "             FROM unnest($9::bigint[], $16::text[], $10::bigint[]) AS x(parent_id, child_queue, child_id)),"
+    // The steps without predecessors, ready at once: read from the
+    // arguments, not from the rows inserted (which would be kept, all of
+    // them, for this).
+    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id, key, version)"
+    "           SELECT t.queue, t.priority, coalesce(t.run_at, now()), t.id, t.key, t.version"
+    "             FROM unnest($1::text[], $18::bigint[], $4::int[], $6::timestamptz[], $7::int[],"
+    "                         $13::text[], $14::text[])"
+    "                  AS t(queue, id, priority, run_at, pending_deps, key, version)"
+    "            WHERE t.pending_deps = 0),"
     " head AS (INSERT INTO wf.workflow (id, name, steps, key, child_of)"
-    "          SELECT id, $11, $12, $16, $15 FROM wid WHERE $17::uuid IS NULL),"
+    "          SELECT id, $11, $12, $20, $15 FROM wid WHERE $17::uuid IS NULL),"
     " grown AS (UPDATE wf.workflow SET steps = steps + $12 WHERE id = $17::uuid)"
-    " SELECT (SELECT id FROM wid) AS workflow_id,"
-    "        ARRAY(SELECT DISTINCT queue FROM job WHERE status = 'pending') AS ready_queues",
+    " SELECT (SELECT id FROM wid) AS workflow_id",
     {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
-     TIMESTAMPTZARRAYOID, INT4ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTOID,
-     INT4OID, TEXTARRAYOID, TEXTARRAYOID, INT8OID, TEXTOID, UUIDOID, INT4ARRAYOID,
-     INT8ARRAYOID});
+     TIMESTAMPTZARRAYOID, INT4ARRAYOID, BOOLARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID,
+     INT4OID, TEXTARRAYOID, TEXTARRAYOID, INT8OID, TEXTARRAYOID, UUIDOID, INT8ARRAYOID,
+     TEXTARRAYOID, TEXTOID});
+
+// A workflow's step ids, drawn in step order (one sequence: ascending).
+PreparedStatement take_ids(
+    "SELECT nextval('wf.job_id_seq') AS id FROM generate_series(1, $1)", {INT4OID});
 
 // Workflow keys (wf_submit's "key", wf_signal_with_start). The key's row is
 // taken (or made) and locked: a racing start with the same key waits here
@@ -213,26 +206,45 @@ struct StepsTarget {
 // step's queue, and locks the keys of ordered queues.
 pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target) {
     size_t n = spec.steps.size();
-    std::vector<Datum> queues(n), names(n), payloads(n), priorities(n), max_attempts(n),
-        run_ats(n), pending_deps(n), has_dependents(n), keys(n), versions(n);
-    std::vector<bool> no_nulls, max_attempts_null(n), run_at_null(n), key_null(n), version_null(n);
-    std::vector<bool> is_parent(n, false);
-    std::vector<Datum> edge_parents, edge_children, outer_children, outer_parents;
-    for (size_t i = 0; i < n; i++) {
-        for (size_t parent : spec.steps[i].after) {
-            is_parent[parent] = true;
-            edge_parents.push_back(Int32GetDatum(static_cast<int32>(parent + 1)));
-            edge_children.push_back(Int32GetDatum(static_cast<int32>(i + 1)));
-        }
-        for (const std::string& name : spec.steps[i].after_existing) {
-            outer_children.push_back(Int32GetDatum(static_cast<int32>(i + 1)));
-            outer_parents.push_back(Int64GetDatum(target.existing.at(name)));
-        }
-    }
     for (const core::StepSpec& step : spec.steps) require_right(Capability::produce, step.queue);
+    Params<1> how_many;
+    how_many.set(0, Int32GetDatum(static_cast<int32>(n)));
+    std::vector<int64> ids = take_ids.execute(how_many.values, how_many.nulls).int64_column("id");
+
+    std::vector<Datum> queues(n), names(n), payloads(n), priorities(n), max_attempts(n),
+        run_ats(n), pending_deps(n), has_dependents(n), keys(n), versions(n), id_datums(n),
+        depends_on(n);
+    std::vector<bool> no_nulls, max_attempts_null(n), run_at_null(n), key_null(n), version_null(n),
+        depends_on_null(n);
+    std::vector<bool> is_parent(n, false);
+    // Edges, by id: a step waits on its new predecessors; a done step it
+    // runs after (wf_complete_with_steps) is in its depends_on, for the
+    // inputs, and nothing to wait for.
+    std::vector<Datum> edge_parents, edge_queues, edge_children;
+    for (size_t i = 0; i < n; i++) {
+        const core::StepSpec& step = spec.steps[i];
+        std::vector<int64> parents;
+        for (size_t parent : step.after) {
+            is_parent[parent] = true;
+            edge_parents.push_back(Int64GetDatum(ids[parent]));
+            edge_children.push_back(Int64GetDatum(ids[i]));
+            parents.push_back(ids[parent]);
+        }
+        for (const std::string& name : step.after_existing) parents.push_back(target.existing.at(name));
+        std::sort(parents.begin(), parents.end());
+        std::string list;
+        for (int64 parent : parents) list += (list.empty() ? "" : ",") + std::to_string(parent);
+        depends_on_null[i] = list.empty();
+        depends_on[i] = list.empty() ? 0 : text_datum("{" + list + "}");
+        id_datums[i] = Int64GetDatum(ids[i]);
+    }
     for (size_t i = 0; i < n; i++) {
         const core::StepSpec& step = spec.steps[i];
         queues[i] = text_datum(step.queue);
+        for (size_t parent : step.after) {
+            (void)parent;
+            edge_queues.push_back(queues[i]);
+        }
         names[i] = text_datum(step.name);
         payloads[i] = text_datum(step.payload_json);
         priorities[i] = Int32GetDatum(step.priority);
@@ -268,7 +280,7 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     }
     for (auto& [queue, keys] : ordered_keys) lock_keys_for_enqueue(queue, keys);
 
-    Params<19> p;
+    Params<20> p;
     p.set(0, datum_array(queues, no_nulls, TEXTOID));
     p.set(1, datum_array(names, no_nulls, TEXTOID));
     p.set(2, datum_array(payloads, no_nulls, TEXTOID));
@@ -277,23 +289,27 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     p.set(5, datum_array(run_ats, run_at_null, TIMESTAMPTZOID));
     p.set(6, datum_array(pending_deps, no_nulls, INT4OID));
     p.set(7, datum_array(has_dependents, no_nulls, BOOLOID));
-    p.set(8, datum_array(edge_parents, no_nulls, INT4OID));
-    p.set(9, datum_array(edge_children, no_nulls, INT4OID));
+    p.set(8, datum_array(edge_parents, no_nulls, INT8OID));
+    p.set(9, datum_array(edge_children, no_nulls, INT8OID));
     p.set_or_null(10, !spec.name, spec.name ? text_datum(*spec.name) : 0);
     p.set(11, Int32GetDatum(static_cast<int32>(n)));
     p.set(12, datum_array(keys, key_null, TEXTOID));
     p.set(13, datum_array(versions, version_null, TEXTOID));
     p.set_or_null(14, !target.child_of, Int64GetDatum(target.child_of.value_or(0)));
-    p.set_or_null(15, !spec.key, spec.key ? text_datum(*spec.key) : 0);
+    p.set(15, datum_array(edge_queues, no_nulls, TEXTOID));
     p.set_or_null(16, !target.workflow_id, target.workflow_id.value_or(0));
-    p.set(17, datum_array(outer_children, no_nulls, INT4OID));
-    p.set(18, datum_array(outer_parents, no_nulls, INT8OID));
+    p.set(17, datum_array(id_datums, no_nulls, INT8OID));
+    p.set(18, datum_array(depends_on, depends_on_null, TEXTOID));
+    p.set_or_null(19, !spec.key, spec.key ? text_datum(*spec.key) : 0);
     Rows submitted = insert_workflow.execute(p.values, p.nulls);
     for (const core::StepSpec& step : spec.steps) count(step.queue, Metric::enqueued);
 
     // The id outlives SPI: copied out by value.
     pg_uuid_t workflow_id = submitted.uuid_at(0, "workflow_id");
-    note_ready_queues(submitted.datum(0, "ready_queues"));
+    std::set<std::string> ready_queues;
+    for (const core::StepSpec& step : spec.steps)
+        if (step.after.empty()) ready_queues.insert(step.queue);  // pending at once
+    for (const std::string& queue : ready_queues) note_queue_ready(queue);
     return workflow_id;
 }
 
@@ -392,8 +408,6 @@ core::WorkflowSpec parse_added_steps(const std::string& steps_text,
 // (remote_dependencies.hpp): the child step is blocked, counting it, and
 // its node's worker subscribes it after the commit.
 
-PreparedStatement take_ids(
-    "SELECT nextval('wf.job_id_seq') AS id FROM generate_series(1, $1)", {INT4OID});
 PreparedStatement new_workflow_id("SELECT gen_random_uuid() AS id", {});
 
 // One group's steps ($2: a JSON array of objects, built by submit_on_cluster).
