@@ -133,6 +133,25 @@ sub wait_for
 	return 0;
 }
 
+# Waits until no node has anything left in its wf.outbox (each node's own
+# table, which its worker relays) for $seconds (10) at most: an entry whose
+# relay failed is tried again a second later, or more.
+sub wait_for_relays
+{
+	my ($self, $seconds) = @_;
+	my $t0 = Time::HiRes::time();
+	my $left;
+	while (Time::HiRes::time() - $t0 < ($seconds // 10))
+	{
+		$left = 0;
+		$left += $self->sql_on($_, 'SELECT count(*) FROM wf.outbox') for $self->all_nodes;
+		return 1 if $left == 0;
+		Time::HiRes::usleep(20_000);
+	}
+	diag("$left entries left in the nodes' wf.outbox");
+	return 0;
+}
+
 # For each worker, $count queue names (from "${prefix}1" on, sorted) whose
 # shard is placed on it: ([q1, q5], [q2, q3]) with two workers.
 sub queues_on_workers

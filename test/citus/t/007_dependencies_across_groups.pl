@@ -124,7 +124,7 @@ ok($c->wait_for("SELECT status || ' ' || last_error FROM wf.jobs WHERE id = $ck"
 	is($q->("SELECT status || ' ' || pending_deps FROM wf.job WHERE id = $child"), 'blocked 2',
 		'the job is back, counting the parent elsewhere too');
 	claim_and($qb, $l, q{wf_complete(%q, %id, %a)});
-	ok($c->wait_for("SELECT count(*) FROM wf.outbox", '0'), 'relayed');
+	ok($c->wait_for_relays, 'relayed');
 	is($q->("SELECT status || ' ' || pending_deps FROM wf.job WHERE id = $child"), 'blocked 1',
 		'its local parent done: it still waits on the one in the other group');
 	claim_and($qa, $p, q{wf_complete(%q, %id, %a)});
@@ -152,7 +152,7 @@ for my $round (1 .. 5)
 	# subscription and the parent's end race to the child.
 	$client->query_safe("BEGIN; SELECT wf_retry('$qb', $child); SELECT wf_complete('$qa', $p1, $attempt); COMMIT;");
 	$client->quit;
-	ok($c->wait_for("SELECT count(*) FROM wf.outbox", '0'), "round $round: relayed");
+	ok($c->wait_for_relays, "round $round: relayed");
 	is($q->("SELECT status || ' ' || pending_deps FROM wf.job WHERE id = $child"), 'blocked 1',
 		"round $round: still blocked on the other parent");
 }
@@ -177,7 +177,7 @@ my $hub = $q->("SELECT wf_enqueue('$qa', '{}', step_name => 'hub')");
 my @many = map { $q->("SELECT wf_enqueue('" . ($_ % 2 ? $qb : $qd) . "', '{}', depends_on => ARRAY[$hub])") } 1 .. 100;
 my @parents = map { $q->("SELECT wf_enqueue('" . ($_ % 2 ? $qb : $qc) . "', '{}')") } 1 .. 20;
 my $fan_in = $q->("SELECT wf_enqueue('$qa', '{}', depends_on => ARRAY[" . join(',', @parents) . "])");
-ok($c->wait_for("SELECT count(*) FROM wf.outbox", '0'), 'subscriptions relayed');
+ok($c->wait_for_relays, 'subscriptions relayed');
 claim_and($qa, $hub, q{wf_complete(%q, %id, %a, '{"hub": true}')});
 ok($c->wait_for("SELECT count(*) FROM wf.jobs WHERE id IN (" . join(',', @many) . ") AND status = 'pending'", '100'),
 	'a hundred jobs on two nodes released by one parent');
@@ -208,7 +208,7 @@ ok($c->wait_for("SELECT count(*) FROM wf.jobs WHERE id IN (" . join(',', @race_c
 	'every job enqueued while its parent completed ends pending');
 
 # ---- nothing left behind ----
-ok($c->wait_for("SELECT count(*) FROM wf.outbox", '0'), 'the outbox is empty');
+ok($c->wait_for_relays, 'the outbox is empty');
 is(join(',', map { $c->sql_on($_, 'SELECT count(*) FROM wf.outbox') } $c->all_nodes), '0,0,0',
 	"on every node");
 is($q->("SELECT count(*) FROM wf.job j WHERE status = 'blocked' AND pending_deps < 0"), '0', 'no count below zero');
