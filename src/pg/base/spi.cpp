@@ -96,7 +96,16 @@ Datum Rows::datum(uint64 row, const char* column) const {
     return isnull ? 0 : d;
 }
 
+// A column read as a pointer must hold one: reading a by-value column (a
+// bigint) as text or uuid would dereference its value. A slip of pg_wf's
+// own code, refused as an internal error rather than a crashed backend.
+void Rows::require_type(const char* column, bool ok, const char* as) const {
+    if (ok) return;
+    throw std::logic_error(std::string("pg_wf: column \"") + column + "\" read as " + as);
+}
+
 pg_uuid_t Rows::uuid_at(uint64 row, const char* column) const {
+    require_type(column, TupleDescAttr(table_->tupdesc, position(column) - 1)->atttypid == UUIDOID, "uuid");
     pg_uuid_t id;
     std::memcpy(&id, DatumGetUUIDP(datum(row, column)), sizeof id);
     return id;
@@ -127,6 +136,7 @@ bool Rows::bool_at(uint64 row, const char* column) const {
 }
 
 std::string Rows::text_at(uint64 row, const char* column) const {
+    require_type(column, TupleDescAttr(table_->tupdesc, position(column) - 1)->attlen == -1, "text");
     if (is_null(row, column)) return {};
     Datum d = datum(row, column);
     text* t = call([&] { return DatumGetTextPP(d); });

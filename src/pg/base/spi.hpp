@@ -46,6 +46,7 @@ public:
     void free();
 
 private:
+    void require_type(const char* column, bool ok, const char* as) const;
     SPITupleTable* table_;
     uint64 count_;
 };
