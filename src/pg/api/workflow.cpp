@@ -655,12 +655,7 @@ std::optional<RunningAttempt> lock_running_attempt_on_cluster(const FencingToken
         "   AND j.status = 'pending' AND c.queue = " + queue + " AND c.id = " + id +
         "   AND c.attempt = " + attempt + " FOR NO KEY UPDATE OF j");
     if (rows.size() != 1) return std::nullopt;
-    RunningAttempt running;
-    running.cancel_requested = rows.bool_at(0, "cancel_requested");
-    if (!rows.is_null(0, "workflow_id")) running.workflow_id = rows.uuid_at(0, "workflow_id");
-    if (!rows.is_null(0, "version")) running.version = rows.text_at(0, "version");
-    if (!rows.is_null(0, "child_of")) running.child_of = rows.int64_at(0, "child_of");
-    return running;
+    return running_attempt_of(rows);
 }
 
 // wf_complete through Citus, to the group of the token's queue.

@@ -1043,16 +1043,20 @@ const char* fail_job(const FencingToken& token, Datum error, std::optional<doubl
 
 // ------------------------------------------------------------------- park
 
-std::optional<RunningAttempt> lock_running_attempt(const FencingToken& token) {
-    Params<3> p = token_params<3>(token);
-    Rows rows = lock_running.execute(p.values, p.nulls);
-    if (rows.size() != 1) return std::nullopt;
+RunningAttempt running_attempt_of(const Rows& rows) {
     RunningAttempt attempt;
     attempt.cancel_requested = rows.bool_at(0, "cancel_requested");
     if (!rows.is_null(0, "workflow_id")) attempt.workflow_id = rows.uuid_at(0, "workflow_id");
     if (!rows.is_null(0, "version")) attempt.version = rows.text_at(0, "version");
     if (!rows.is_null(0, "child_of")) attempt.child_of = rows.int64_at(0, "child_of");
     return attempt;
+}
+
+std::optional<RunningAttempt> lock_running_attempt(const FencingToken& token) {
+    Params<3> p = token_params<3>(token);
+    Rows rows = lock_running.execute(p.values, p.nulls);
+    if (rows.size() != 1) return std::nullopt;
+    return running_attempt_of(rows);
 }
 
 void park_as_pending(const FencingToken& token, Datum run_at, std::optional<Datum> event,

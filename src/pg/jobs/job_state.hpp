@@ -224,6 +224,9 @@ struct RunningAttempt {
     std::optional<int64> child_of;         // a child workflow's step: its parent job
 };
 std::optional<RunningAttempt> lock_running_attempt(const FencingToken& token);
+// The attempt in the first row of `rows` (columns cancel_requested,
+// workflow_id, version, child_of), as lock_running_attempt reads it.
+RunningAttempt running_attempt_of(const Rows& rows);
 // Back to pending at `run_at`; with an event, it is delivered (signalled
 // with `payload`, JSON null if none). The parked attempt is not spent.
 void park_as_pending(const FencingToken& token, Datum run_at, std::optional<Datum> event,
