@@ -133,6 +133,24 @@ sub wait_for
 	return 0;
 }
 
+# Claims job $id of $queue through $client (a background_psql session),
+# completing whatever else of the queue it claims first; returns the id it
+# ended on ('' when the queue ran dry), the attempt and the job's inputs.
+sub claim_job
+{
+	my ($self, $client, $queue, $id) = @_;
+	my ($got, $attempt, $inputs) = ('', '', '');
+	for (1 .. 100)
+	{
+		($got, $attempt, $inputs) = split /\|/,
+		  $client->query_safe("SELECT id, attempt, coalesce(inputs, '{}') FROM wf_claim('$queue')");
+		$got //= '';
+		last if $got eq $id || $got eq '';
+		$client->query_safe("SELECT wf_complete('$queue', $got, $attempt)");
+	}
+	return ($got, $attempt, $inputs);
+}
+
 # Waits until no node has anything left in its wf.outbox (each node's own
 # table, which its worker relays) for $seconds (10) at most: an entry whose
 # relay failed is tried again a second later, or more.

@@ -223,10 +223,12 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     std::vector<Datum> edge_parents, edge_queues, edge_children;
     for (size_t i = 0; i < n; i++) {
         const core::StepSpec& step = spec.steps[i];
+        queues[i] = text_datum(step.queue);
         std::vector<int64> parents;
         for (size_t parent : step.after) {
             is_parent[parent] = true;
             edge_parents.push_back(Int64GetDatum(ids[parent]));
+            edge_queues.push_back(queues[i]);
             edge_children.push_back(Int64GetDatum(ids[i]));
             parents.push_back(ids[parent]);
         }
@@ -240,11 +242,6 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     }
     for (size_t i = 0; i < n; i++) {
         const core::StepSpec& step = spec.steps[i];
-        queues[i] = text_datum(step.queue);
-        for (size_t parent : step.after) {
-            (void)parent;
-            edge_queues.push_back(queues[i]);
-        }
         names[i] = text_datum(step.name);
         payloads[i] = text_datum(step.payload_json);
         priorities[i] = Int32GetDatum(step.priority);

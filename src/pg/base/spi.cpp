@@ -105,9 +105,12 @@ void Rows::require_type(const char* column, bool ok, const char* as) const {
 }
 
 pg_uuid_t Rows::uuid_at(uint64 row, const char* column) const {
-    require_type(column, TupleDescAttr(table_->tupdesc, position(column) - 1)->atttypid == UUIDOID, "uuid");
+    int n = position(column);
+    require_type(column, TupleDescAttr(table_->tupdesc, n - 1)->atttypid == UUIDOID, "uuid");
+    bool isnull = false;
+    Datum d = SPI_getbinval(table_->vals[row], table_->tupdesc, n, &isnull);
     pg_uuid_t id;
-    std::memcpy(&id, DatumGetUUIDP(datum(row, column)), sizeof id);
+    std::memcpy(&id, DatumGetUUIDP(d), sizeof id);
     return id;
 }
 
@@ -136,9 +139,11 @@ bool Rows::bool_at(uint64 row, const char* column) const {
 }
 
 std::string Rows::text_at(uint64 row, const char* column) const {
-    require_type(column, TupleDescAttr(table_->tupdesc, position(column) - 1)->attlen == -1, "text");
-    if (is_null(row, column)) return {};
-    Datum d = datum(row, column);
+    int n = position(column);
+    require_type(column, TupleDescAttr(table_->tupdesc, n - 1)->attlen == -1, "text");
+    bool isnull = false;
+    Datum d = SPI_getbinval(table_->vals[row], table_->tupdesc, n, &isnull);
+    if (isnull) return {};
     text* t = call([&] { return DatumGetTextPP(d); });
     return std::string(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 }

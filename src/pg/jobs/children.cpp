@@ -163,6 +163,13 @@ bool uuid_less(const pg_uuid_t& a, const pg_uuid_t& b) {
     return std::memcmp(a.data, b.data, UUID_LEN) < 0;
 }
 
+// A uuid[] of `ids` (its elements point into them while the array is built).
+Datum uuid_array(const std::vector<pg_uuid_t>& ids) {
+    std::vector<Datum> datums;
+    for (const pg_uuid_t& id : ids) datums.push_back(UUIDPGetDatum(const_cast<pg_uuid_t*>(&id)));
+    return datum_array(datums, std::vector<bool>(ids.size(), false), UUIDOID);
+}
+
 // The outcome of child workflow `id`, recorded earlier, goes into its
 // parent's events. False when the parent is held by another transaction.
 bool deliver(const std::string& queue, int64 parent_id, Datum id) {
@@ -254,22 +261,14 @@ namespace {
 // jobs_ended in a shard group of a distributed pg_wf: the node's worker
 // takes the ends of child workflows' steps, and the cancels of parents, to
 // their groups.
-void note_child_workflows_across_groups(std::vector<pg_uuid_t>& ended_children,
+void note_child_workflows_across_groups(const std::vector<pg_uuid_t>& ended_children,
                                         const std::vector<int64>& cancelled) {
     if (ended_children.empty() && cancelled.empty()) return;
     if (!schema_at_least("1.9")) return;  // no child workflows before
     bool noted = false;
     if (!ended_children.empty()) {
-        ended_children.erase(std::unique(ended_children.begin(), ended_children.end(),
-                                         [](const pg_uuid_t& a, const pg_uuid_t& b) {
-                                             return !uuid_less(a, b) && !uuid_less(b, a);
-                                         }),
-                             ended_children.end());
-        std::vector<Datum> datums;
-        std::vector<bool> no_nulls(ended_children.size(), false);
-        for (pg_uuid_t& id : ended_children) datums.push_back(UUIDPGetDatum(&id));
         Params<1> p;
-        p.set(0, datum_array(datums, no_nulls, UUIDOID));
+        p.set(0, uuid_array(ended_children));
         note_children_ended.execute(p.values, p.nulls);
         noted = true;
     }
@@ -332,13 +331,16 @@ void jobs_ended(const Rows& rows) {
     flush_counts();
     // Children's rows are locked in one order by every transaction.
     std::sort(child_workflows.begin(), child_workflows.end(), uuid_less);
+    child_workflows.erase(std::unique(child_workflows.begin(), child_workflows.end(),
+                                      [](const pg_uuid_t& a, const pg_uuid_t& b) {
+                                          return !uuid_less(a, b) && !uuid_less(b, a);
+                                      }),
+                          child_workflows.end());
     if (routed_with_cross_group_dependencies()) {
         note_child_workflows_across_groups(child_workflows, cancelled);
         return;
     }
-    for (size_t i = 0; i < child_workflows.size(); i++)
-        if (i == 0 || uuid_less(child_workflows[i - 1], child_workflows[i]))
-            settle_child(child_workflows[i], false);
+    for (const pg_uuid_t& id : child_workflows) settle_child(id, false);
     if (cancelled.empty()) return;
     // A cancelled job's unfinished children are cancelled, and theirs in turn
     // (cancel_workflow_steps ends steps, which comes back here).
@@ -346,11 +348,8 @@ void jobs_ended(const Rows& rows) {
     p.set(0, int8_array(cancelled));
     std::vector<pg_uuid_t> ids = children_to_cancel.execute(p.values, p.nulls).uuid_column("workflow_id");
     if (ids.empty()) return;
-    std::vector<Datum> datums;
-    std::vector<bool> no_nulls(ids.size(), false);
-    for (pg_uuid_t& id : ids) datums.push_back(UUIDPGetDatum(&id));
     Params<1> l;
-    l.set(0, datum_array(datums, no_nulls, UUIDOID));
+    l.set(0, uuid_array(ids));
     lock_children_steps.execute(l.values, l.nulls);
     for (pg_uuid_t& id : ids) cancel_workflow_steps(UUIDPGetDatum(&id));
 }

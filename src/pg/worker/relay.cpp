@@ -202,10 +202,11 @@ void relay_child_end(const std::string& workflow) {
         run_through_citus("UPDATE wf.child SET status = " + sql_literal(ended.status) +
                           ", finished_at = " +
                           timestamptz_literal(TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())) +
-                          ", outcome = " + sql_literal(outcome) + "::pg_catalog.jsonb"
+                          ", outcome = " + sql_literal(outcome) + "::pg_catalog.jsonb, delivered = true"
                           " WHERE workflow_id = " + lit);
+    } else {
+        run_through_citus("UPDATE wf.child SET delivered = true WHERE workflow_id = " + lit);
     }
-    run_through_citus("UPDATE wf.child SET delivered = true WHERE workflow_id = " + lit);
     call_in_group("_deliver_child", child.text_at(0, "parent_queue"),
                   std::to_string(child.int64_at(0, "parent_id")) + "::pg_catalog.int8, " + lit + ", " +
                       sql_literal(child.text_at(0, "name")) + "::pg_catalog.text, " +

@@ -34,13 +34,7 @@ sub claim_and
 	my $client = $coord->background_psql('postgres');
 	my $got = '';
 	my $attempt;
-	for (1 .. 100)
-	{
-		($got, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$queue')");
-		$got //= '';
-		last if $got eq $id || $got eq '';
-		$client->query_safe("SELECT wf_complete('$queue', $got, $attempt)");
-	}
+	($got, $attempt) = $c->claim_job($client, $queue, $id);
 	die "could not claim $id of $queue" unless $got eq $id;
 	(my $sql = $end) =~ s/%q/'$queue'/g;
 	$sql =~ s/%id/$id/g;

@@ -36,15 +36,7 @@ sub step_and
 	my $id = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$workflow' AND step_name = '$name'");
 	ok($c->wait_for("SELECT status FROM wf.jobs WHERE id = $id", 'pending'), "step $name is ready");
 	my $client = $coord->background_psql('postgres', on_error_stop => 0);
-	my ($got, $attempt, $inputs) = ('', '', '');
-	for (1 .. 100)
-	{
-		($got, $attempt, $inputs) = split /\|/,
-		  $client->query_safe("SELECT id, attempt, coalesce(inputs, '{}') FROM wf_claim('$queue')");
-		$got //= '';
-		last if $got eq $id || $got eq '';
-		$client->query_safe("SELECT wf_complete('$queue', $got, $attempt)");
-	}
+	my ($got, $attempt, $inputs) = $c->claim_job($client, $queue, $id);
 	die "could not claim $name ($id) of $queue" unless $got eq $id;
 	(my $sql = $end) =~ s/%q/'$queue'/g;
 	$sql =~ s/%id/$id/g;
@@ -200,13 +192,7 @@ is($q->("SELECT status || ' ' || result FROM wf_wait_workflow('$wf', '5 s')"), '
 	my $sid = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$w'");
 	my $client = $coord->background_psql('postgres');
 	$client->query_safe('SET ROLE fan_worker');
-	my ($id, $attempt);
-	for (1 .. 100)
-	{
-		($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qc')");
-		last if !defined $id || $id eq $sid;
-		$client->query_safe("SELECT wf_complete('$qc', $id, $attempt)");
-	}
+	my ($id, $attempt) = $c->claim_job($client, $qc, $sid);
 	is($id, $sid, 'the step claimed by a role with work on its queue');
 	is($client->query_safe(qq{SELECT wf_complete_with_steps('$qc', $id, $attempt, '{"s": 1}', '[{"name": "n", "queue": "$qd", "after": ["s"]}]')}),
 		't', 'it adds a step in a queue it may produce in');
@@ -219,12 +205,7 @@ is($q->("SELECT status || ' ' || result FROM wf_wait_workflow('$wf', '5 s')"), '
 	my $w2 = $q->(qq(SELECT wf_submit('{"steps": [{"name": "s", "queue": "$qc"}]}')));
 	my $s2 = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$w2'");
 	$client = $coord->background_psql('postgres');
-	for (1 .. 100)
-	{
-		($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qc')");
-		last if !defined $id || $id eq $s2;
-		$client->query_safe("SELECT wf_complete('$qc', $id, $attempt)");
-	}
+	($id, $attempt) = $c->claim_job($client, $qc, $s2);
 	is($q->("SELECT wf_cancel_workflow('$w2')"), '1', 'the running step flagged (and counted)');
 	is($client->query_safe(qq{SELECT wf_complete_with_steps('$qc', $id, $attempt, NULL, '[{"name": "n", "queue": "$qd", "after": ["s"]}]')}),
 		't', 'a flagged step completing with steps: true');
@@ -249,13 +230,7 @@ is($q->("SELECT status || ' ' || result FROM wf_wait_workflow('$wf', '5 s')"), '
 	my $client = $coord->background_psql('postgres');
 	my $pw = $q->(qq(SELECT wf_submit('{"steps": [{"name": "parent", "queue": "$qa"}]}')));
 	my $parent = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$pw'");
-	my ($id, $attempt);
-	for (1 .. 100)
-	{
-		($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qa')");
-		last if !defined $id || $id eq $parent;
-		$client->query_safe("SELECT wf_complete('$qa', $id, $attempt)");
-	}
+	my ($id, $attempt) = $c->claim_job($client, $qa, $parent);
 	is($id, $parent, 'the parent claimed');
 	my $spec = qq({"steps": [{"name": "c1", "queue": "$qb"}, {"name": "c2", "queue": "$qc", "after": ["c1"]}]});
 	my $kid = $client->query_safe("SELECT wf_start_child('$qa', $id, $attempt, 'kid', '$spec')");
@@ -295,13 +270,7 @@ is($q->("SELECT status || ' ' || result FROM wf_wait_workflow('$wf', '5 s')"), '
 	my $parent = $q->("SELECT wf_submit('{\"steps\": [{\"name\": \"boss\", \"queue\": \"$qd\"}]}')");
 	my $boss = $q->("SELECT id FROM wf.jobs WHERE workflow_id = '$parent'");
 	my $client = $coord->background_psql('postgres');
-	my ($id, $attempt);
-	for (1 .. 100)
-	{
-		($id, $attempt) = split /\|/, $client->query_safe("SELECT id, attempt FROM wf_claim('$qd')");
-		last if !defined $id || $id eq $boss;
-		$client->query_safe("SELECT wf_complete('$qd', $id, $attempt)");
-	}
+	my ($id, $attempt) = $c->claim_job($client, $qd, $boss);
 	is($id, $boss, 'the parent step claimed');
 	my $spec = qq({"steps": [{"name": "x", "queue": "$qa"}, {"name": "y", "queue": "$qb", "after": ["x"]}]});
 	my $kid = $client->query_safe("SELECT wf_start_child('$qd', $id, $attempt, 'work', '$spec')");
