@@ -65,3 +65,22 @@ SELECT try_sql($$SELECT * FROM wf_complete_and_claim(NULL, 1, 1)$$);
 SELECT try_sql($$SELECT * FROM wf_complete_and_claim('cc_q', NULL, 1)$$);
 SELECT try_sql($$SELECT * FROM wf_complete_and_claim('cc_q', 1, 1, max_jobs => 0)$$);
 SELECT status, count(*) FROM wf.jobs WHERE queue LIKE 'cm%' GROUP BY 1 ORDER BY 1;
+
+-- The batch's claims are deleted without the executor (claim_table.cpp),
+-- with the executor's checks: a claim table altered by hand is refused
+-- with 55000, a read-only transaction with 25006, and nothing changes.
+SELECT wf_enqueue('cm_checks', '{}') IS NOT NULL AS enqueued;
+SELECT id AS k1, attempt AS k1a FROM wf_claim('cm_checks') \gset
+BEGIN;
+ALTER TABLE wf.claim DROP CONSTRAINT claim_pkey;
+SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))
+       AS without_key;
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))
+       AS read_only;
+ROLLBACK;
+SELECT status FROM wf.jobs WHERE id = :k1;
+SELECT count(*) AS completed FROM wf_complete_many('cm_checks', ARRAY[:k1], ARRAY[:k1a]);
+SELECT status, (SELECT count(*) FROM wf.claim WHERE queue = 'cm_checks') AS claims_left
+  FROM wf.jobs WHERE id = :k1;

@@ -1,7 +1,8 @@
 # The background worker vacuums the ready set itself: claims delete ready
 # rows, and every claim scans the index from the start of its queue, so the
 # dead rows must go long before autovacuum's next visit (autovacuum is off
-# here, so only the worker can remove them).
+# here, so only the worker can remove them). The claim table likewise: each
+# attempt's claim row dies when it ends.
 # - enough claimed rows (1,000) get a vacuum within a few passes, which
 #   removes them (fewer than 1,000 are left: those claimed after it);
 # - a few claims get none;
@@ -43,11 +44,19 @@ sub run_jobs
 	}
 }
 
+sub claim_vacuums
+{
+	return $node->safe_psql('postgres',
+		"SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = 'wf' AND relname = 'claim'");
+}
+
 # A few claims: below the threshold, no vacuum.
 run_jobs(200);
 my $before = vacuums();
+my $claim_before = claim_vacuums();
 sleep 1;
 is(vacuums(), $before, 'a few claimed rows are left to autovacuum');
+is(claim_vacuums(), $claim_before, 'and a few ended claims too');
 
 # Enough of them: vacuumed, and the dead rows are gone.
 run_jobs(1500);
@@ -55,6 +64,10 @@ ok( $node->poll_query_until('postgres',
 		"SELECT vacuum_count > $before AND n_dead_tup < 1000 FROM pg_stat_user_tables"
 		  . " WHERE schemaname = 'wf' AND relname = 'ready'"),
 	'the worker vacuums the ready set once 1,000 rows died, and removes them');
+ok( $node->poll_query_until('postgres',
+		"SELECT vacuum_count > $claim_before AND n_dead_tup < 1000 FROM pg_stat_user_tables"
+		  . " WHERE schemaname = 'wf' AND relname = 'claim'"),
+	'and the claim table once 1,000 claims ended');
 
 # An old snapshot: the vacuum cannot remove the rows, and is not repeated at
 # every pass.

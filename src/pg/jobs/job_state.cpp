@@ -3,11 +3,13 @@
 // wf.claim and wf.event_wait; the dependency engine (dependencies.cpp)
 // carries their effects to other jobs.
 #include "pg/jobs/job_state.hpp"
+
 #include "pg/citus/shard_route.hpp"
 
 #include "core/error.hpp"
 #include "core/retry_policy.hpp"
 #include "pg/jobs/children.hpp"
+#include "pg/jobs/claim_table.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/ready_set.hpp"
 #include "pg/jobs/remote_dependencies.hpp"
@@ -227,7 +229,8 @@ PreparedStatement complete_one(
 // The same for many jobs of one queue, in one statement. Each (id, attempt)
 // finds its claim through the claim table's key: the lateral subquery is
 // kept apart (OFFSET 0) so that the planner cannot turn it into a scan of
-// every claim of the queue joined to the input.
+// every claim of the queue joined to the input. The claims are deleted
+// afterwards, point by point, by end_claims (claim_table.hpp).
 #define WF_COMPLETE_MANY_SQL \
     "WITH input AS (" \
     "  SELECT t.id, t.attempt, t.result, c.started_at, c.worker, c.progress" \
@@ -247,9 +250,7 @@ PreparedStatement complete_one(
     "  FROM input i" \
     " WHERE j.queue = $1 AND j.id = i.id AND j.id = ANY ($2)" /* an estimate of the batch */ \
     "   AND " WF_SQL_ROW_RUNS("j", "i.attempt") \
-    " RETURNING j.queue, j.id, j.status, j.has_dependents, j.workflow_id, j.child_of)," \
-    " released AS (DELETE FROM wf.claim c" \
-    "               WHERE c.queue = $1 AND c.id = ANY (ARRAY(SELECT id FROM finished)))" \
+    " RETURNING j.queue, j.id, j.status, j.has_dependents, j.workflow_id, j.child_of)" \
     " SELECT queue, id, status, has_dependents, workflow_id, child_of FROM finished"
 PreparedStatement complete_many(WF_COMPLETE_MANY_SQL,
                                 {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
@@ -989,15 +990,20 @@ std::vector<int64> complete_jobs(Datum queue, Datum ids, Datum attempts,
     p.set_or_null(3, !results, results.value_or(0));
     Rows finished = (count > kLargeBatch ? complete_many_large : complete_many)
                         .execute(p.values, p.nulls);
-    std::vector<int64> done, cancelled, parents_done;
+    std::vector<int64> ended, done, cancelled, parents_done;
+    ended.reserve(finished.size());
     for (uint64 r = 0; r < finished.size(); r++) {
         int64 id = finished.int64_at(r, "id");
+        ended.push_back(id);
         bool is_done = finished.text_at(r, "status") == "done";
         bool has_dependents = finished.bool_at(r, "has_dependents");
         if (is_done) done.push_back(id);
         if (is_done && has_dependents) parents_done.push_back(id);
         if (!is_done && has_dependents) cancelled.push_back(id);
     }
+    // In id order, as concurrent batches lock claims (and the reaper jobs).
+    std::sort(ended.begin(), ended.end());
+    end_claims(queue, ended);
     release_dependents(parents_done);
     if (!cancelled.empty()) cancel_dependents(cancelled, "was cancelled");
     jobs_ended(finished);

@@ -9,6 +9,7 @@
 
 #include "pg/base/guard.hpp"
 #include "pg/citus/shard_route.hpp"
+#include "pg/jobs/direct_table.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -32,71 +33,34 @@ namespace {
 // wf.ready's columns (sql/pg_wf.sql), checked at every open so that a
 // table altered by hand gives an error, never a misread datum.
 constexpr AttrNumber kQueue = 1, kPriority = 2, kRunAt = 3, kId = 4, kKey = 5, kVersion = 6;
+const ExpectedColumn kReadyColumns[] = {{kQueue, "queue", TEXTOID},      {kPriority, "priority", INT4OID},
+                                        {kRunAt, "run_at", TIMESTAMPTZOID}, {kId, "id", INT8OID},
+                                        {kKey, "key", TEXTOID},          {kVersion, "version", TEXTOID}};
 
 // Which of wf.ready's indexes a claim walks.
 enum class ReadyIndex { claim_order, key_order, version_order };
 
-[[noreturn]] void unexpected_ready_set(const char* what) {
-    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                    errmsg("pg_wf's ready set is not as its library expects: %s", what),
-                    errhint("Reinstall the extension, or ALTER EXTENSION pg_wf UPDATE.")));
-}
-
-bool column_is(TupleDesc desc, AttrNumber attno, const char* name, Oid type) {
-    if (desc->natts < attno) return false;
-    Form_pg_attribute att = TupleDescAttr(desc, attno - 1);
-    return !att->attisdropped && att->atttypid == type && strcmp(NameStr(att->attname), name) == 0;
-}
-
 // Opens wf.ready to delete from and one of its indexes to scan -- the
 // claim order (queue, priority DESC, run_at, id), the key order (queue,
 // key, ...) or the version order (queue, version, ...) -- with the checks
-// the executor makes for a DELETE (read-only transactions, privileges,
-// publications). Plain C: it runs inside call().
+// the executor makes for a DELETE (direct_table.hpp). Plain C: it runs
+// inside call().
 void open_ready_set(ReadyIndex which, Relation* table, Relation* index) {
     bool by_key = which == ReadyIndex::key_order;
     bool by_version = which == ReadyIndex::version_order;
-    // As the executor refuses a DELETE there (25006); on a hot standby,
-    // where every transaction is read-only, too.
-    PreventCommandIfReadOnly("wf_claim");
-    Oid schema = get_namespace_oid("wf", false);
     // On a distributed pg_wf, the local shard of wf.ready (shard_route.hpp).
     ShardGroup* group = current_shard_group();
-    const char* suffix = group != nullptr ? group->ready_suffix.c_str() : "";
-    char table_name[NAMEDATALEN];
-    char index_name[NAMEDATALEN];
-    snprintf(table_name, sizeof table_name, "ready%s", suffix);
-    snprintf(index_name, sizeof index_name, "%s%s",
-             by_key ? "ready_key_order" : by_version ? "ready_version_order" : "ready_claim_order",
-             suffix);
-    Oid table_oid = get_relname_relid(table_name, schema);
-    Oid index_oid = get_relname_relid(index_name, schema);
-    if (!OidIsValid(table_oid) || !OidIsValid(index_oid))
-        unexpected_ready_set("wf.ready or one of its indexes is missing");
-    const AclMode needed[] = {ACL_SELECT, ACL_DELETE};
-    for (AclMode mode : needed) {
-        AclResult acl = pg_class_aclcheck(table_oid, GetUserId(), mode);
-        if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_TABLE, "ready");
-    }
-    *table = table_open(table_oid, RowExclusiveLock);
-    *index = index_open(index_oid, RowExclusiveLock);
-    TupleDesc desc = RelationGetDescr(*table);
-    if (!column_is(desc, kQueue, "queue", TEXTOID) || !column_is(desc, kPriority, "priority", INT4OID) ||
-        !column_is(desc, kRunAt, "run_at", TIMESTAMPTZOID) || !column_is(desc, kId, "id", INT8OID) ||
-        !column_is(desc, kKey, "key", TEXTOID) || !column_is(desc, kVersion, "version", TEXTOID))
-        unexpected_ready_set(
-            "wf.ready's columns differ from (queue, priority, run_at, id, key, version)");
-    Form_pg_index form = (*index)->rd_index;
-    if ((*index)->rd_rel->relam != BTREE_AM_OID || form->indrelid != table_oid ||
-        form->indnkeyatts < (by_key || by_version ? 2 : 1) || form->indkey.values[0] != kQueue ||
-        (by_key && (form->indkey.values[1] != kKey ||
-                    (*index)->rd_indcollation[1] != C_COLLATION_OID)) ||
-        (by_version && (form->indkey.values[1] != kVersion ||
-                        (*index)->rd_indcollation[1] != C_COLLATION_OID)))
-        unexpected_ready_set(by_key       ? "wf.ready_key_order is not a btree on (queue, key COLLATE \"C\", ...)"
-                             : by_version ? "wf.ready_version_order is not a btree on (queue, version COLLATE \"C\", ...)"
-                                          : "wf.ready_claim_order is not a btree on (queue, ...)");
-    CheckCmdReplicaIdentity(*table, CMD_DELETE);
+    open_hot_table("wf_claim", "ready",
+                   by_key ? "ready_key_order" : by_version ? "ready_version_order" : "ready_claim_order",
+                   group != nullptr ? group->ready_suffix.c_str() : "", CMD_DELETE, kReadyColumns,
+                   lengthof(kReadyColumns), table, index);
+    // The key and version orders compare their second column as bytes.
+    if ((by_key || by_version) &&
+        ((*index)->rd_index->indnkeyatts < 2 ||
+         (*index)->rd_index->indkey.values[1] != (by_key ? kKey : kVersion) ||
+         (*index)->rd_indcollation[1] != C_COLLATION_OID))
+        unexpected_table_shape("ready", by_key ? "ready_key_order is not a btree on (queue, key COLLATE \"C\", ...)"
+                                               : "ready_version_order is not a btree on (queue, version COLLATE \"C\", ...)");
 }
 
 // An open ready set: the table, one index, and the snapshot and command id

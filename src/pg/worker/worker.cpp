@@ -309,26 +309,33 @@ bool extension_served() {
 // rows claims deleted stay in it, dead, until a vacuum: at thousands of
 // claims per second between two visits of autovacuum (autovacuum_naptime,
 // a minute by default), each claim steps over pages of them -- measured:
-// 200 index pages per claim, a fifth of its CPU. So the worker vacuums
-// wf.ready itself once enough rows died since it last did: kReadyVacuumMinDead,
-// or the square root of the live rows if more (a vacuum reads the whole
-// index, so a large backlog waits for a few more; each claim would step
-// over them all). SKIP_LOCKED: never waits for autovacuum, a TRUNCATE or
-// DROP EXTENSION; no truncation, which would take an exclusive lock.
-constexpr int64 kReadyVacuumMinDead = 1000;
+// 200 index pages per claim, a fifth of its CPU. wf.claim is the same: a
+// row per attempt, deleted when it ends, and the completion's lookups
+// step over the dead ones. So the worker vacuums both tables itself once
+// enough rows died since it last did: kHotVacuumMinDead, or the square
+// root of the live rows if more (a vacuum reads the whole index, so a
+// large backlog waits for a few more; each claim would step over them
+// all). SKIP_LOCKED: never waits for autovacuum, a TRUNCATE or DROP
+// EXTENSION; no truncation, which would take an exclusive lock.
+constexpr int64 kHotVacuumMinDead = 1000;
 
-int64 ready_dead_left = 0;  // what the last vacuum could not remove (an old snapshot)
+// What the last vacuum of a table could not remove (an old snapshot).
+struct DeadLeft {
+    int64 ready = 0;
+    int64 claim = 0;
+};
+DeadLeft dead_left;
 
-// The body of a PassKind::vacuum pass: wf.ready, or on a distributed
-// pg_wf its shard `ready_name` (one of this node's, with its own count).
-void vacuum_ready_set(const char* ready_name = "ready", int64* dead_left = &ready_dead_left) {
+// The body of a PassKind::vacuum pass: wf.<name>, or on a distributed
+// pg_wf one of this node's shards of it (each with its own count).
+void vacuum_hot_table(const char* name, int64* dead_left) {
     Oid schema = get_namespace_oid("wf", true);
-    Oid ready = OidIsValid(schema) ? get_relname_relid(ready_name, schema) : InvalidOid;
-    PgStat_StatTabEntry* stats = OidIsValid(ready) ? pgstat_fetch_stat_tabentry(ready) : nullptr;
+    Oid table = OidIsValid(schema) ? get_relname_relid(name, schema) : InvalidOid;
+    PgStat_StatTabEntry* stats = OidIsValid(table) ? pgstat_fetch_stat_tabentry(table) : nullptr;
     if (stats == nullptr) return;
     int64 died = stats->n_dead_tuples - *dead_left;
     double live = static_cast<double>(std::max<int64>(stats->n_live_tuples, 0));
-    if (died < kReadyVacuumMinDead || static_cast<double>(died) < std::sqrt(live)) return;
+    if (died < kHotVacuumMinDead || static_cast<double>(died) < std::sqrt(live)) return;
     VacuumStmt* stmt = makeNode(VacuumStmt);
     stmt->options = list_make4(makeDefElem(pstrdup("skip_locked"), (Node*)makeString(pstrdup("on")), -1),
                                makeDefElem(pstrdup("index_cleanup"), (Node*)makeString(pstrdup("on")), -1),
@@ -336,13 +343,13 @@ void vacuum_ready_set(const char* ready_name = "ready", int64* dead_left = &read
                                makeDefElem(pstrdup("process_toast"), (Node*)makeString(pstrdup("off")), -1));
     // By OID and without a name: a relation skipped as locked is
     // skipped silently (a name would log a WARNING each time).
-    stmt->rels = list_make1(makeVacuumRelation(nullptr, ready, NIL));
+    stmt->rels = list_make1(makeVacuumRelation(nullptr, table, NIL));
     stmt->is_vacuumcmd = true;
     // Commits the transaction, vacuums in one of its own, and starts
     // another for the pass's commit.
     ExecVacuum(make_parsestate(nullptr), stmt, true);
     pgstat_clear_snapshot();
-    stats = pgstat_fetch_stat_tabentry(ready);
+    stats = pgstat_fetch_stat_tabentry(table);
     *dead_left = stats ? stats->n_dead_tuples : 0;
 }
 
@@ -356,8 +363,9 @@ int64 retention_cursor = 0;
 // shard of wf.job; what a group's passes keep between sweeps is here.
 struct LocalGroup {
     int64 retention_cursor = 0;
-    std::string ready_name;  // its shard of wf.ready
-    int64 ready_dead_left = 0;
+    std::string ready_name;  // its shards of wf.ready and wf.claim
+    std::string claim_name;
+    DeadLeft dead_left;
 };
 std::map<int64, LocalGroup> local_groups;
 bool served_distributed = false;  // what the last full pass found
@@ -410,6 +418,7 @@ void run_group_passes(const std::vector<int64>& shards) {
         run_group_pass("pg_wf sweep", shard, [&] {
             recovered += sweep_database();
             group.ready_name = "ready" + current_shard_group()->ready_suffix;
+            group.claim_name = "claim" + current_shard_group()->claim_suffix;
         });
         // Timeouts, and waits whose event was signalled while they were
         // coming in (steps.cpp, read_event_copy).
@@ -419,10 +428,14 @@ void run_group_passes(const std::vector<int64>& shards) {
         });
         retention_pass(&group.retention_cursor, shard);
         settle_group_releases(shard);
-        if (!group.ready_name.empty())
+        if (!group.ready_name.empty()) {
             run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready", [&] {
-                vacuum_ready_set(group.ready_name.c_str(), &group.ready_dead_left);
+                vacuum_hot_table(group.ready_name.c_str(), &group.dead_left.ready);
             });
+            run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.claim", [&] {
+                vacuum_hot_table(group.claim_name.c_str(), &group.dead_left.claim);
+            });
+        }
     }
     local_groups = std::move(seen);
     log_recovered(recovered);
@@ -494,7 +507,10 @@ void run_full_pass() {
     run_pass("pg_wf timeouts", [] { wake_waiting_jobs(std::nullopt, std::nullopt); });
     run_pass("pg_wf cron", [] { fire_due_schedules(); });
     retention_pass(&retention_cursor);
-    run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready", [] { vacuum_ready_set(); });
+    run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready",
+                               [] { vacuum_hot_table("ready", &dead_left.ready); });
+    run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.claim",
+                               [] { vacuum_hot_table("claim", &dead_left.claim); });
     log_recovered(recovered);
 }
 

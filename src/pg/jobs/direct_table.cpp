@@ -1,0 +1,60 @@
+#include "pg/jobs/direct_table.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/pg_am.h"
+#include "executor/executor.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+}
+
+namespace wf::pg {
+
+[[noreturn]] void unexpected_table_shape(const char* table, const char* what) {
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("pg_wf's table wf.%s is not as its library expects: %s", table, what),
+                    errhint("Reinstall the extension, or ALTER EXTENSION pg_wf UPDATE.")));
+}
+
+void open_hot_table(const char* function, const char* table, const char* index, const char* suffix,
+                    CmdType command, const ExpectedColumn* columns, int ncolumns,
+                    Relation* table_out, Relation* index_out) {
+    // As the executor refuses a write there (25006); on a hot standby,
+    // where every transaction is read-only, too.
+    PreventCommandIfReadOnly(function);
+    Oid schema = get_namespace_oid("wf", false);
+    char table_name[NAMEDATALEN];
+    char index_name[NAMEDATALEN];
+    snprintf(table_name, sizeof table_name, "%s%s", table, suffix);
+    snprintf(index_name, sizeof index_name, "%s%s", index, suffix);
+    Oid table_oid = get_relname_relid(table_name, schema);
+    Oid index_oid = get_relname_relid(index_name, schema);
+    if (!OidIsValid(table_oid) || !OidIsValid(index_oid))
+        unexpected_table_shape(table, "the table or its index is missing");
+    AclMode needed = ACL_SELECT | (command == CMD_DELETE   ? ACL_DELETE
+                                   : command == CMD_INSERT ? ACL_INSERT
+                                                           : ACL_UPDATE);
+    AclResult acl = pg_class_aclcheck(table_oid, GetUserId(), needed);
+    if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_TABLE, table);
+    *table_out = table_open(table_oid, RowExclusiveLock);
+    *index_out = index_open(index_oid, RowExclusiveLock);
+    TupleDesc desc = RelationGetDescr(*table_out);
+    for (int c = 0; c < ncolumns; c++) {
+        const ExpectedColumn& col = columns[c];
+        Form_pg_attribute att = desc->natts >= col.number ? TupleDescAttr(desc, col.number - 1) : nullptr;
+        if (att == nullptr || att->attisdropped || att->atttypid != col.type ||
+            strcmp(NameStr(att->attname), col.name) != 0)
+            unexpected_table_shape(table, psprintf("column %d is not \"%s\" of type %s", col.number,
+                                                   col.name, format_type_be(col.type)));
+    }
+    Form_pg_index form = (*index_out)->rd_index;
+    if ((*index_out)->rd_rel->relam != BTREE_AM_OID || form->indrelid != table_oid ||
+        form->indnkeyatts < 1 || form->indkey.values[0] != columns[0].number)
+        unexpected_table_shape(table, psprintf("%s is not a btree on (%s, ...)", index, columns[0].name));
+    CheckCmdReplicaIdentity(*table_out, command);
+}
+
+}  // namespace wf::pg

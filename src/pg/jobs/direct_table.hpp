@@ -1,0 +1,34 @@
+// Opening one of pg_wf's hot tables to write it without the executor
+// (ready_set.cpp, claim_table.cpp), with the checks the executor makes for
+// the same statement, so that skipping it loses nothing: a read-only
+// transaction or a hot standby is refused (25006), the caller's table
+// privileges are checked (42501), a publication's replica identity is
+// honoured, and a table altered by hand gives an error (55000), never a
+// misread datum. Plain C: everything here runs inside call().
+#pragma once
+
+#include "pg/base/postgres.hpp"
+
+namespace wf::pg {
+
+// A column as pg_wf's SQL script creates it.
+struct ExpectedColumn {
+    AttrNumber number;
+    const char* name;
+    Oid type;
+};
+
+// Raises 55000: `table` is not as this library expects (`what`).
+[[noreturn]] void unexpected_table_shape(const char* table, const char* what);
+
+// Opens wf.<table><suffix> and its index wf.<index><suffix> (the suffix
+// names a local shard on a distributed pg_wf; "" otherwise) with
+// RowExclusiveLock, after the executor's checks for `command` (CMD_DELETE
+// needs SELECT and DELETE). `columns` must be there, named and typed so;
+// the index must be a btree of the table whose first key is `columns[0]`.
+// `function` names the SQL function for the read-only refusal.
+void open_hot_table(const char* function, const char* table, const char* index, const char* suffix,
+                    CmdType command, const ExpectedColumn* columns, int ncolumns,
+                    Relation* table_out, Relation* index_out);
+
+}  // namespace wf::pg
