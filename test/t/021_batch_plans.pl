@@ -4,7 +4,10 @@
 # statistics say it is empty), must not compare every job of the batch with
 # every other. auto_explain logs the plans of pg_wf's own statements with
 # their actual row counts; no node may handle more than a few times the
-# batch (a nested loop over the queue did 32 million comparisons).
+# batch (a nested loop over the queue did 32 million comparisons). The
+# completion has no plan any more: it finds each job and claim by key
+# without the executor (src/pg/jobs/job_rows.cpp), so the claim's plan is
+# what is left to check here, and the batch must still complete.
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
@@ -66,7 +69,7 @@ $node->safe_psql('postgres', 'VACUUM ANALYZE wf.job, wf.ready, wf.claim');
 for my $db ('never_analyzed', 'postgres')
 {
 	my @plans = batch_plans($db);
-	cmp_ok(scalar(@plans), '>=', 2, "$db: the plans of the claim and the completion were logged");
+	cmp_ok(scalar(@plans), '>=', 1, "$db: the plans of the claim were logged");
 	my ($worst, $where) = worst_node(@plans);
 	note("$db: the most rows one plan node handled: $worst ($where)");
 	cmp_ok($worst, '<=', 4 * $n, "$db: no plan node handles more than a few times the batch")

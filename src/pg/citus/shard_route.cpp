@@ -146,13 +146,15 @@ ShardGroup* group_of(int64 job_shard) {
                                     rows.bool_at(r, "replicated")});
             if (rows.text_at(r, "relname") == "ready")
                 group->ready_suffix = "_" + std::to_string(rows.int64_at(r, "shard"));
+            if (rows.text_at(r, "relname") == "job")
+                group->job_suffix = "_" + std::to_string(rows.int64_at(r, "shard"));
             if (rows.text_at(r, "relname") == "claim")
                 group->claim_suffix = "_" + std::to_string(rows.int64_at(r, "shard"));
             if (rows.text_at(r, "relname") == "remote_input") group->cross_group = true;
         }
-        if (group->ready_suffix.empty() || group->claim_suffix.empty())
+        if (group->ready_suffix.empty() || group->claim_suffix.empty() || group->job_suffix.empty())
             throw core::Error("55000", "the shard group of wf.job's shard " + std::to_string(job_shard) +
-                                           " has no shard of wf.ready or wf.claim",
+                                           " has no shard of wf.job, wf.ready or wf.claim",
                               "pg_wf's tables are not all distributed.", "Run SELECT wf_distribute().");
     }
     ShardGroup* g = group.get();

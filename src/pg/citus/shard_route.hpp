@@ -31,6 +31,7 @@ struct ShardGroup : SqlRoute {
     int64 colocation = 0;      // and colocation group
     std::string ready_suffix;  // "_102040": wf.ready's shard and its indexes' names end so
     std::string claim_suffix;  // the same for wf.claim
+    std::string job_suffix;    // and for wf.job
     // Its tables of dependencies between groups (1.8: wf.remote_input and
     // wf.remote_dependent) are distributed: a 1.7 schema, or one updated
     // but not distributed again, has none, and such a group serves the

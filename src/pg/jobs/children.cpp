@@ -290,6 +290,35 @@ void jobs_ended(const Rows& rows) {
     const int queue_at = rows.position("queue"), id_at = rows.position("id"),
               status_at = rows.position("status"), workflow_at = rows.position("workflow_id"),
               child_of_at = rows.position("child_of");
+    std::vector<EndedJob> jobs;
+    jobs.reserve(rows.size());
+    for (uint64 r = 0; r < rows.size(); r++) {
+        HeapTuple tuple = table->vals[r];
+        bool isnull;
+        Datum status_datum = SPI_getbinval(tuple, table->tupdesc, status_at, &isnull);
+        if (isnull) continue;
+        std::string_view status = text_of(status_datum);
+        EndedJob job{};
+        if (status == "done") job.outcome = EndedJob::done;
+        else if (status == "failed") job.outcome = EndedJob::failed;
+        else if (status == "cancelled") job.outcome = EndedJob::cancelled;
+        else continue;
+        job.id = DatumGetInt64(SPI_getbinval(tuple, table->tupdesc, id_at, &isnull));
+        job.queue = text_of(SPI_getbinval(tuple, table->tupdesc, queue_at, &isnull));
+        Datum workflow = SPI_getbinval(tuple, table->tupdesc, workflow_at, &isnull);
+        job.in_workflow = !isnull;
+        if (job.in_workflow) {
+            std::memcpy(&job.workflow_id, DatumGetUUIDP(workflow), sizeof job.workflow_id);
+            SPI_getbinval(tuple, table->tupdesc, child_of_at, &isnull);
+            job.has_child_of = !isnull;
+        }
+        jobs.push_back(job);
+    }
+    jobs_ended(jobs);
+}
+
+void jobs_ended(const std::vector<EndedJob>& jobs) {
+    if (jobs.empty()) return;
     // Hashes for result waiters only when there is one (wakeup.hpp).
     const bool any_waiter = result_waiters_present();
     std::vector<int64> cancelled;
@@ -301,32 +330,19 @@ void jobs_ended(const Rows& rows) {
         for (int m = 0; m < 3; m++)
             if (counted[m]) count(counted_queue, metrics[m], counted[m]), counted[m] = 0;
     };
-    for (uint64 r = 0; r < rows.size(); r++) {
-        HeapTuple tuple = table->vals[r];
-        bool isnull;
-        Datum status_datum = SPI_getbinval(tuple, table->tupdesc, status_at, &isnull);
-        if (isnull) continue;
-        std::string_view status = text_of(status_datum);
-        int kind = status == "done" ? 0 : status == "failed" ? 1 : status == "cancelled" ? 2 : -1;
-        if (kind < 0) continue;
-        int64 id = DatumGetInt64(SPI_getbinval(tuple, table->tupdesc, id_at, &isnull));
-        std::string_view queue = text_of(SPI_getbinval(tuple, table->tupdesc, queue_at, &isnull));
-        if (queue != counted_queue) {
+    for (const EndedJob& job : jobs) {
+        if (job.queue != counted_queue) {
             flush_counts();
-            counted_queue = queue;
+            counted_queue = job.queue;
         }
-        counted[kind]++;
-        if (any_waiter) note_result_ready(job_result_hash(id));
+        counted[job.outcome]++;
+        if (any_waiter) note_result_ready(job_result_hash(job.id));
         else note_results_unhashed();
-        Datum workflow = SPI_getbinval(tuple, table->tupdesc, workflow_at, &isnull);
-        if (!isnull) {
-            pg_uuid_t uuid;
-            std::memcpy(&uuid, DatumGetUUIDP(workflow), sizeof uuid);
-            if (any_waiter) note_result_ready(workflow_result_hash(uuid));
-            SPI_getbinval(tuple, table->tupdesc, child_of_at, &isnull);
-            if (!isnull) child_workflows.push_back(uuid);
+        if (job.in_workflow) {
+            if (any_waiter) note_result_ready(workflow_result_hash(job.workflow_id));
+            if (job.has_child_of) child_workflows.push_back(job.workflow_id);
         }
-        if (kind == 2) cancelled.push_back(id);
+        if (job.outcome == EndedJob::cancelled) cancelled.push_back(job.id);
     }
     flush_counts();
     // Children's rows are locked in one order by every transaction.

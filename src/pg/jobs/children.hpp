@@ -29,9 +29,22 @@ inline constexpr const char* kChildrenEvent = "wf:children";
 inline constexpr const char* kChildOutcomePrefix = "wf:child:";
 inline constexpr const char* kReservedEventPrefix = "wf:";
 
-// After a statement that ended jobs: `rows` has columns queue, id, status,
-// workflow_id and child_of (rows whose status is not done, failed or
-// cancelled are ignored). Counts them (metrics.hpp).
+// One job that ended, as jobs_ended needs it.
+struct EndedJob {
+    enum Outcome { done, failed, cancelled };
+    std::string_view queue;  // outlives the call
+    int64 id;
+    Outcome outcome;
+    bool in_workflow;
+    pg_uuid_t workflow_id;
+    bool has_child_of;  // a step of a child workflow
+};
+
+// After jobs ended. Counts them (metrics.hpp).
+void jobs_ended(const std::vector<EndedJob>& jobs);
+// The same after a statement that ended jobs: `rows` has columns queue,
+// id, status, workflow_id and child_of (rows whose status is not done,
+// failed or cancelled are ignored).
 void jobs_ended(const Rows& rows);
 
 // A workflow's outcome: whether every step has ended, its status (done,

@@ -1,6 +1,6 @@
-// A batch's claims deleted by hand (claim_table.hpp): a point lookup in
-// claim_pkey and a heap delete per claim, with the executor's checks made
-// once for the batch (direct_table.hpp).
+// Claims read and deleted by hand (claim_table.hpp): a point lookup in
+// claim_pkey and, to end one, a heap delete, with the executor's checks
+// made once per call (direct_table.hpp).
 #include "pg/jobs/claim_table.hpp"
 
 #include "pg/base/guard.hpp"
@@ -23,30 +23,68 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
+// wf.claim's key (sql/pg_wf.sql); its other columns are found by name.
 constexpr AttrNumber kQueue = 1, kId = 2;
 const ExpectedColumn kClaimColumns[] = {{kQueue, "queue", TEXTOID}, {kId, "id", INT8OID}};
 
 // Where claim (queue, id) is, as `snapshot` sees it; false if it sees none.
-bool find_claim(Relation table, Relation index, Snapshot snapshot, Datum queue, int64 id,
-                TupleTableSlot* slot) {
+bool find_claim(const ClaimTable& claims, Snapshot snapshot, int64 id) {
     ScanKeyData keys[2];
     ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-                           index->rd_indcollation[0], F_TEXTEQ, queue);
+                           claims.index->rd_indcollation[0], F_TEXTEQ, claims.queue);
     ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT8EQ,
                            Int64GetDatum(id));
-    IndexScanDesc scan = index_beginscan(table, index, snapshot, 2, 0);
+    IndexScanDesc scan = index_beginscan(claims.table, claims.index, snapshot, 2, 0);
     index_rescan(scan, keys, 2, nullptr, 0);
-    bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
+    bool found = index_getnext_slot(scan, ForwardScanDirection, claims.slot);
     index_endscan(scan);
     return found;
 }
 
-// Deletes claim (queue, id). Plain C: runs inside call().
-void end_claim(Relation table, Relation index, Snapshot snapshot, CommandId command, Datum queue,
-               int64 id, TupleTableSlot* slot) {
+}  // namespace
+
+void ClaimTable::open(Datum queue_text, const char* function) {
+    queue = queue_text;
+    ShardGroup* group = current_shard_group();
+    open_hot_table(function, "claim", "claim_pkey", group != nullptr ? group->claim_suffix.c_str() : "",
+                   CMD_DELETE, kClaimColumns, lengthof(kClaimColumns), &table, &index);
+    if (index->rd_index->indnkeyatts < 2 || index->rd_index->indkey.values[1] != kId)
+        unexpected_table_shape("claim", "claim_pkey is not a btree on (queue, id)");
+    attempt_at = column_number(table, "attempt", INT4OID);
+    worker_at = column_number(table, "worker", TEXTOID);
+    started_at_at = column_number(table, "started_at", TIMESTAMPTZOID);
+    progress_at = column_number(table, "progress", JSONBOID);
+    // As SPI gives each statement: the transaction's own writes are seen.
+    CommandCounterIncrement();
+    snapshot = RegisterSnapshot(GetTransactionSnapshot());
+    command = GetCurrentCommandId(true);
+    slot = table_slot_create(table, nullptr);
+}
+
+void ClaimTable::close() {
+    ExecDropSingleTupleTableSlot(slot);
+    UnregisterSnapshot(snapshot);
+    index_close(index, NoLock);
+    table_close(table, NoLock);
+}
+
+bool ClaimTable::read(int64 id, ClaimRead* out) {
+    if (!find_claim(*this, snapshot, id)) return false;
+    bool isnull;
+    out->attempt = DatumGetInt32(slot_getattr(slot, attempt_at, &isnull));
+    out->started_at = slot_getattr(slot, started_at_at, &out->started_at_null);
+    out->worker = slot_getattr(slot, worker_at, &out->worker_null);
+    out->progress = slot_getattr(slot, progress_at, &out->progress_null);
+    // The slot is reused by the next lookup: what is kept is copied.
+    if (!out->worker_null) out->worker = PointerGetDatum(PG_DETOAST_DATUM_COPY(out->worker));
+    if (!out->progress_null) out->progress = PointerGetDatum(PG_DETOAST_DATUM_COPY(out->progress));
+    return true;
+}
+
+void ClaimTable::end(int64 id) {
     Snapshot latest = nullptr;
     for (;;) {
-        if (!find_claim(table, index, latest ? latest : snapshot, queue, id, slot)) break;
+        if (!find_claim(*this, latest ? latest : snapshot, id)) break;
         TM_FailureData failure;
         TM_Result result = table_tuple_delete(table, &slot->tts_tid, command,
                                               latest ? latest : snapshot, InvalidSnapshot,
@@ -68,32 +106,15 @@ void end_claim(Relation table, Relation index, Snapshot snapshot, CommandId comm
     if (latest) UnregisterSnapshot(latest);
 }
 
-}  // namespace
-
 void end_claims(Datum queue, const std::vector<int64>& ids) {
     if (ids.empty()) return;
     const int64* id = ids.data();
     size_t count = ids.size();
     call([&] {
-        ShardGroup* group = current_shard_group();
-        Relation table;
-        Relation index;
-        open_hot_table("wf_complete", "claim", "claim_pkey",
-                       group != nullptr ? group->claim_suffix.c_str() : "", CMD_DELETE,
-                       kClaimColumns, lengthof(kClaimColumns), &table, &index);
-        if (index->rd_index->indnkeyatts < 2 || index->rd_index->indkey.values[1] != kId)
-            unexpected_table_shape("claim", "claim_pkey is not a btree on (queue, id)");
-        // As SPI gives each statement: the transaction's own writes are seen.
-        CommandCounterIncrement();
-        Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
-        CommandId command = GetCurrentCommandId(true);
-        TupleTableSlot* slot = table_slot_create(table, nullptr);
-        for (size_t i = 0; i < count; i++)
-            end_claim(table, index, snapshot, command, queue, id[i], slot);
-        ExecDropSingleTupleTableSlot(slot);
-        UnregisterSnapshot(snapshot);
-        index_close(index, NoLock);
-        table_close(table, NoLock);
+        ClaimTable claims;
+        claims.open(queue, "wf_complete");
+        for (size_t i = 0; i < count; i++) claims.end(id[i]);
+        claims.close();
     });
 }
 

@@ -3,11 +3,14 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/table.h"
+#include "commands/trigger.h"
 #include "catalog/pg_am.h"
 #include "executor/executor.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
+#include "utils/rls.h"
+#include "utils/builtins.h"
 #include "utils/rel.h"
 }
 
@@ -17,6 +20,19 @@ namespace wf::pg {
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                     errmsg("pg_wf's table wf.%s is not as its library expects: %s", table, what),
                     errhint("Reinstall the extension, or ALTER EXTENSION pg_wf UPDATE.")));
+}
+
+AttrNumber column_number(Relation table, const char* name, Oid type) {
+    TupleDesc desc = RelationGetDescr(table);
+    for (int i = 0; i < desc->natts; i++) {
+        Form_pg_attribute att = TupleDescAttr(desc, i);
+        if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0) {
+            if (att->atttypid != type) break;
+            return att->attnum;
+        }
+    }
+    unexpected_table_shape(RelationGetRelationName(table),
+                           psprintf("it has no column \"%s\" of type %s", name, format_type_be(type)));
 }
 
 void open_hot_table(const char* function, const char* table, const char* index, const char* suffix,
@@ -54,6 +70,20 @@ void open_hot_table(const char* function, const char* table, const char* index, 
     if ((*index_out)->rd_rel->relam != BTREE_AM_OID || form->indrelid != table_oid ||
         form->indnkeyatts < 1 || form->indkey.values[0] != columns[0].number)
         unexpected_table_shape(table, psprintf("%s is not a btree on (%s, ...)", index, columns[0].name));
+    // What the executor would run or apply and this code does not: nothing
+    // may be attached to pg_wf's tables (runtime/attachments.hpp), and what
+    // is there anyway is refused here too.
+    TriggerDesc* triggers = (*table_out)->trigdesc;
+    if (triggers != nullptr &&
+        (command == CMD_UPDATE ? triggers->trig_update_before_row || triggers->trig_update_after_row
+         : command == CMD_DELETE ? triggers->trig_delete_before_row || triggers->trig_delete_after_row
+                                 : triggers->trig_insert_before_row || triggers->trig_insert_after_row))
+        unexpected_table_shape(table, "it has a row trigger");
+    if (check_enable_rls(table_oid, InvalidOid, true) == RLS_ENABLED)
+        unexpected_table_shape(table, "row level security applies to it");
+    TupleConstr* constraints = RelationGetDescr(*table_out)->constr;
+    if (command != CMD_DELETE && constraints != nullptr && constraints->num_check > 0)
+        unexpected_table_shape(table, "it has a CHECK constraint");
     CheckCmdReplicaIdentity(*table_out, command);
 }
 

@@ -31,4 +31,9 @@ void open_hot_table(const char* function, const char* table, const char* index, 
                     CmdType command, const ExpectedColumn* columns, int ncolumns,
                     Relation* table_out, Relation* index_out);
 
+// The number of `table`'s column `name`, which must be of `type`: columns a
+// schema update added come after the others in an updated table, so only
+// the leading key columns are looked up by a fixed number.
+AttrNumber column_number(Relation table, const char* name, Oid type);
+
 }  // namespace wf::pg

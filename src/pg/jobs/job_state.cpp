@@ -11,6 +11,7 @@
 #include "pg/jobs/children.hpp"
 #include "pg/jobs/claim_table.hpp"
 #include "pg/jobs/dependencies.hpp"
+#include "pg/jobs/job_rows.hpp"
 #include "pg/jobs/ready_set.hpp"
 #include "pg/jobs/remote_dependencies.hpp"
 #include "pg/runtime/metrics.hpp"
@@ -24,13 +25,6 @@ extern "C" {
 
 namespace wf::pg {
 namespace {
-
-// Completions of more than this many jobs are planned with their arrays at
-// hand (PreparedStatement::Planning::per_call): the planning costs little
-// next to them, and a generic plan can join them to the queue's jobs
-// quadratically when the queue's statistics are out of date. (A claim
-// needs no such plan: it looks each job up by key, WF_CLAIM_SQL.)
-constexpr size_t kLargeBatch = 256;
 
 // Parameters $1..$3 of a statement fenced by the token.
 template <int N>
@@ -210,53 +204,6 @@ PreparedStatement extend_lease(
     {TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID});
 
 // ------------------------------------------------------ end of an attempt
-
-// A job whose cancellation was requested while it ran ends `cancelled`
-// whichever way it finishes. The job row first, then its claim: the reaper
-// takes them in the same order, so the two never deadlock.
-PreparedStatement complete_one(
-    "WITH finished AS ("
-    " UPDATE wf.job j SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END,"
-    "       result = CASE WHEN j.cancel_requested THEN j.result ELSE $4 END,"
-    "       finished_at = now(),"
-    "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'"
-    "                         ELSE j.last_error END," WF_SQL_END_ATTEMPT
-    " RETURNING j.queue, j.id, j.attempt, j.status, j.has_dependents, j.workflow_id, j.child_of),"
-    WF_SQL_END_CLAIM("finished")
-    " SELECT queue, id, status, has_dependents, workflow_id, child_of FROM finished",
-    {TEXTOID, INT8OID, INT4OID, JSONBOID});
-
-// The same for many jobs of one queue, in one statement. Each (id, attempt)
-// finds its claim through the claim table's key: the lateral subquery is
-// kept apart (OFFSET 0) so that the planner cannot turn it into a scan of
-// every claim of the queue joined to the input. The claims are deleted
-// afterwards, point by point, by end_claims (claim_table.hpp).
-#define WF_COMPLETE_MANY_SQL \
-    "WITH input AS (" \
-    "  SELECT t.id, t.attempt, t.result, c.started_at, c.worker, c.progress" \
-    "    FROM unnest($2::bigint[], $3::int[], $4::jsonb[]) AS t(id, attempt, result)," \
-    "         LATERAL (SELECT c.started_at, c.worker, c.progress FROM wf.claim c" \
-    "                   WHERE c.queue = $1 AND c.id = t.id AND c.attempt = t.attempt" \
-    "                  OFFSET 0) AS c)," \
-    " finished AS (" \
-    " UPDATE wf.job j" \
-    "   SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'done' END," \
-    "       attempt = i.attempt, started_at = i.started_at, worker = i.worker," \
-    "       progress = coalesce(i.progress, j.progress)," \
-    "       result = CASE WHEN j.cancel_requested THEN j.result ELSE i.result END," \
-    "       finished_at = now()," \
-    "       last_error = CASE WHEN j.cancel_requested THEN 'cancelled while running'" \
-    "                         ELSE j.last_error END" \
-    "  FROM input i" \
-    " WHERE j.queue = $1 AND j.id = i.id AND j.id = ANY ($2)" /* an estimate of the batch */ \
-    "   AND " WF_SQL_ROW_RUNS("j", "i.attempt") \
-    " RETURNING j.queue, j.id, j.status, j.has_dependents, j.workflow_id, j.child_of)" \
-    " SELECT queue, id, status, has_dependents, workflow_id, child_of FROM finished"
-PreparedStatement complete_many(WF_COMPLETE_MANY_SQL,
-                                {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID});
-PreparedStatement complete_many_large(WF_COMPLETE_MANY_SQL,
-                                      {TEXTOID, INT8ARRAYOID, INT4ARRAYOID, JSONBARRAYOID},
-                                      PreparedStatement::Planning::per_call);
 
 PreparedStatement read_for_fail(
     "SELECT c.attempt, j.max_attempts, j.cancel_requested,"
@@ -962,53 +909,68 @@ bool heartbeat(const FencingToken& token, const Interval* extend) {
 
 // ------------------------------------------------------ end of an attempt
 
-bool complete_job(const FencingToken& token, std::optional<Datum> result, bool* done_out) {
-    Params<4> p = token_params<4>(token);
-    p.set_or_null(3, !result, result.value_or(0));
-    Rows finished = complete_one.execute(p.values, p.nulls);
-    if (finished.size() != 1) return false;
-    bool done = finished.text_at(0, "status") == "done";
-    if (done_out) *done_out = done;
-    if (finished.bool_at(0, "has_dependents")) {  // most jobs have none: skip the work
-        if (done)
-            release_dependents({token.id});
-        else
-            cancel_dependents({token.id}, "was cancelled");
+namespace {
+
+// What follows the completion of `completed` (job_rows.hpp) in `queue`:
+// dependents released or cancelled, waiters woken, child workflows settled.
+void after_completion(std::string_view queue, const std::vector<CompletedJob>& completed) {
+    std::vector<int64> parents_done, cancelled_parents;
+    std::vector<EndedJob> ended;
+    ended.reserve(completed.size());
+    for (const CompletedJob& c : completed) {
+        if (c.has_dependents) (c.done ? parents_done : cancelled_parents).push_back(c.id);
+        ended.push_back(EndedJob{queue, c.id, c.done ? EndedJob::done : EndedJob::cancelled,
+                                 c.in_workflow, c.workflow_id, c.has_child_of});
     }
-    jobs_ended(finished);
+    release_dependents(parents_done);
+    if (!cancelled_parents.empty()) cancel_dependents(cancelled_parents, "was cancelled");
+    jobs_ended(ended);
     // A slot under max_running is free again.
-    note_queue_ready(token.queue_name);
+    if (!completed.empty()) note_queue_ready(queue);
+}
+
+}  // namespace
+
+bool complete_job(const FencingToken& token, std::optional<Datum> result, bool* done_out) {
+    std::vector<AttemptToComplete> items{{token.id, token.attempt, result.value_or(0), !result}};
+    std::vector<CompletedJob> completed;
+    if (complete_running_attempts("wf_complete", token.queue, items, &completed) != 1) return false;
+    if (done_out) *done_out = completed[0].done;
+    after_completion(token.queue_name, completed);
     return true;
 }
 
 std::vector<int64> complete_jobs(Datum queue, Datum ids, Datum attempts,
                                  std::optional<Datum> results, size_t count) {
-    Params<4> p;
-    p.set(0, queue);
-    p.set(1, ids);
-    p.set(2, attempts);
-    p.set_or_null(3, !results, results.value_or(0));
-    Rows finished = (count > kLargeBatch ? complete_many_large : complete_many)
-                        .execute(p.values, p.nulls);
-    std::vector<int64> ended, done, cancelled, parents_done;
-    ended.reserve(finished.size());
-    for (uint64 r = 0; r < finished.size(); r++) {
-        int64 id = finished.int64_at(r, "id");
-        ended.push_back(id);
-        bool is_done = finished.text_at(r, "status") == "done";
-        bool has_dependents = finished.bool_at(r, "has_dependents");
-        if (is_done) done.push_back(id);
-        if (is_done && has_dependents) parents_done.push_back(id);
-        if (!is_done && has_dependents) cancelled.push_back(id);
-    }
-    // In id order, as concurrent batches lock claims (and the reaper jobs).
-    std::sort(ended.begin(), ended.end());
-    end_claims(queue, ended);
-    release_dependents(parents_done);
-    if (!cancelled.empty()) cancel_dependents(cancelled, "was cancelled");
-    jobs_ended(finished);
-    if (!finished.empty()) note_queue_ready(text_view(queue));
-    std::sort(done.begin(), done.end());
+    std::vector<AttemptToComplete> items(count);
+    AttemptToComplete* item = items.data();
+    call([&] {
+        Datum* id_values;
+        Datum* attempt_values;
+        Datum* result_values = nullptr;
+        bool* result_nulls = nullptr;
+        int n;
+        deconstruct_array(DatumGetArrayTypeP(ids), INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+                          TYPALIGN_DOUBLE, &id_values, nullptr, &n);
+        deconstruct_array(DatumGetArrayTypeP(attempts), INT4OID, sizeof(int32), true, TYPALIGN_INT,
+                          &attempt_values, nullptr, &n);
+        if (results)
+            deconstruct_array(DatumGetArrayTypeP(*results), JSONBOID, -1, false, TYPALIGN_INT,
+                              &result_values, &result_nulls, &n);
+        for (size_t i = 0; i < count; i++)
+            item[i] = AttemptToComplete{DatumGetInt64(id_values[i]), DatumGetInt32(attempt_values[i]),
+                                        result_values ? result_values[i] : 0,
+                                        result_values ? result_nulls[i] : true};
+    });
+    // In id order, as every transaction locks job rows.
+    std::stable_sort(items.begin(), items.end(),
+                     [](const AttemptToComplete& a, const AttemptToComplete& b) { return a.id < b.id; });
+    std::vector<CompletedJob> completed;
+    complete_running_attempts("wf_complete_many", queue, items, &completed);
+    after_completion(text_view(queue), completed);
+    std::vector<int64> done;
+    for (const CompletedJob& c : completed)
+        if (c.done) done.push_back(c.id);
     return done;
 }
 
