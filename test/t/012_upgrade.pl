@@ -101,6 +101,18 @@ is($node->safe_psql('postgres', "SELECT name, status, steps FROM wf.workflows WH
 $node->safe_psql('postgres', "SELECT wf_complete(queue, id, attempt, '1') FROM wf_claim('up_wf')");
 is($node->safe_psql('postgres', "SELECT inputs FROM wf_claim('up_wf')"), '{"a": 1}', 'a workflow runs');
 is($node->safe_psql('postgres', "SELECT wf_workflow('$w')->>'status'"), 'running', 'wf_workflow');
+# The completion writes the job row without the executor, finding its
+# columns by name: in an updated table the added ones come last.
+is( $node->safe_psql('postgres', q{
+	SELECT count(*) FROM wf_enqueue_batch('up_direct', '[1, 2]');
+	SELECT wf_progress(queue, id, attempt, '{"at": 1}') FROM wf_claim('up_direct', 'up-worker', 2);
+	SELECT count(*) FROM wf_complete_many('up_direct', (SELECT array_agg(id ORDER BY id) FROM wf.job WHERE queue = 'up_direct'),
+	                                      '{1,1}', ARRAY['"r1"', '"r2"']::jsonb[]);
+	SELECT string_agg(concat_ws(' ', status, attempt, result, progress, worker, started_at IS NOT NULL,
+	                            finished_at IS NOT NULL), '; ' ORDER BY id)
+	  FROM wf.jobs WHERE queue = 'up_direct'}),
+	qq{2\nt\nt\n2\ndone 1 "r1" {"at": 1} up-worker t t; done 1 "r2" {"at": 1} up-worker t t},
+	'a job row of the updated table is completed column by column');
 ok($node->safe_psql('postgres', "SELECT wf_schedule('up-sched', '0 0 1 1 *', 'up_sched') > now()"),
 	'wf_schedule');
 $node->safe_psql('postgres', "UPDATE wf.schedule SET next_run_at = now() - interval '1 minute' WHERE name = 'up-sched'");

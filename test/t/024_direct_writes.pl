@@ -1,0 +1,55 @@
+# The claim, the completion and the end of claims write pg_wf's tables
+# without the executor (src/pg/jobs/ready_set.cpp, job_rows.cpp,
+# claim_table.cpp). What the executor did for free must still happen:
+# - the writes reach logical decoding, so a publication (or Citus moving a
+#   shard) replicates them: each ready row's delete with its replica
+#   identity, each job row's update with its new status and result;
+# - with a publication FOR ALL TABLES, whose replica identity checks the
+#   executor makes for every write, the whole life of a job still runs;
+# - a standby refuses them like any write.
+use strict;
+use warnings FATAL => 'all';
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use WfTap;
+
+my $node = wf_node('direct_writes', allows_streaming => 1,
+	conf => "wal_level = logical\nmax_replication_slots = 4\n");
+$node->safe_psql('postgres', 'CREATE PUBLICATION everything FOR ALL TABLES');
+$node->safe_psql('postgres', "SELECT 1 FROM pg_create_logical_replication_slot('decoded', 'test_decoding')");
+
+$node->safe_psql('postgres', "SELECT count(*) FROM wf_enqueue_batch('dw', '[1, 2, 3]')");
+is( $node->safe_psql('postgres', q{
+	SELECT wf_complete(queue, id, attempt, '"one"') FROM wf_claim('dw');
+	SELECT count(*) FROM (SELECT wf_complete_many('dw', array_agg(id ORDER BY id), array_agg(attempt ORDER BY id),
+	                                              ARRAY['"two"', '"three"']::jsonb[])
+	                        FROM wf_claim('dw', max_jobs => 2)) s;
+	SELECT string_agg(status || ' ' || result, ', ' ORDER BY id) FROM wf.jobs WHERE queue = 'dw'}),
+	qq{t\n2\ndone "one", done "two", done "three"},
+	'with a publication of every table, jobs are claimed and completed');
+
+my @changes = split /\n/, $node->safe_psql('postgres',
+	"SELECT data FROM pg_logical_slot_get_changes('decoded', NULL, NULL) WHERE data LIKE 'table wf.%'");
+is(scalar(grep { /^table wf\.ready: DELETE: queue\[text\]:'dw' priority\[integer\]:0 run_at\[timestamp with time zone\]:'[^']+' id\[bigint\]:\d+$/ } @changes),
+	3, 'each claim\'s delete of a ready row is decoded, named by its replica identity');
+is(scalar(grep { /^table wf\.job: UPDATE: .*status\[text\]:'done'.*result\[jsonb\]:'"(one|two|three)"'/ } @changes),
+	3, 'each completion\'s update of a job row is decoded with its status and result');
+
+# A standby refuses every write, these too.
+$node->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('direct_writes_standby');
+$standby->init_from_backup($node, 'b', has_streaming => 1);
+$standby->start;
+$node->wait_for_catchup($standby);
+for my $call ("SELECT * FROM wf_claim('dw')", "SELECT wf_complete('dw', 1, 1)",
+	"SELECT wf_complete_many('dw', '{1}', '{1}')")
+{
+	my ($ret, $out, $err) = $standby->psql('postgres', "\\set VERBOSITY verbose\n$call");
+	like($err, qr/ERROR:  25006: /, "on a standby: $call is refused with 25006");
+}
+$standby->stop;
+$node->stop;
+done_testing();
