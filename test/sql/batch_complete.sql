@@ -84,3 +84,19 @@ SELECT status FROM wf.jobs WHERE id = :k1;
 SELECT count(*) AS completed FROM wf_complete_many('cm_checks', ARRAY[:k1], ARRAY[:k1a]);
 SELECT status, (SELECT count(*) FROM wf.claim WHERE queue = 'cm_checks') AS claims_left
   FROM wf.jobs WHERE id = :k1;
+-- Each table privilege is checked on its own (the executor needs all of
+-- them): pg_wf's role without DELETE on wf.claim, or without UPDATE on
+-- wf.job, completes nothing (42501).
+SELECT wf_enqueue('cm_checks', '{}') IS NOT NULL AS enqueued;
+SELECT id AS k2, attempt AS k2a FROM wf_claim('cm_checks') \gset
+BEGIN;
+REVOKE DELETE ON wf.claim FROM wf_owner;
+SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k2, :k2a))
+       AS without_delete_on_claim;
+ROLLBACK;
+BEGIN;
+REVOKE UPDATE ON wf.job FROM wf_owner;
+SELECT try_sql(format('SELECT wf_complete(%L, %s, %s)', 'cm_checks', :k2, :k2a))
+       AS without_update_on_job;
+ROLLBACK;
+SELECT count(*) AS completed FROM wf_complete_many('cm_checks', ARRAY[:k2], ARRAY[:k2a]);

@@ -38,6 +38,29 @@ is(scalar(grep { /^table wf\.ready: DELETE: queue\[text\]:'dw' priority\[integer
 is(scalar(grep { /^table wf\.job: UPDATE: .*status\[text\]:'done'.*result\[jsonb\]:'"(one|two|three)"'/ } @changes),
 	3, 'each completion\'s update of a job row is decoded with its status and result');
 
+# Completions whose job rows no longer fit their page are not HOT: the new
+# versions get index entries through the executor's index maintenance.
+# amcheck then finds every row version of wf.job in each of its indexes.
+$node->safe_psql('postgres', 'CREATE EXTENSION amcheck');
+$node->safe_psql('postgres', q{
+	SELECT count(*) FROM wf_enqueue_batch('dw_big', (SELECT jsonb_agg(g) FROM generate_series(1, 2000) g));
+	SELECT count(*) FROM (SELECT wf_complete_many('dw_big', array_agg(id), array_agg(attempt),
+	                                              array_agg(jsonb_build_object('text', repeat('x', 1500))))
+	                        FROM wf_claim('dw_big', max_jobs => 2000)) s;
+	SELECT wf_enqueue('dw_big', '{}') > 0;
+	SELECT wf_complete(queue, id, attempt, jsonb_build_object('text', repeat('y', 1500)))
+	  FROM wf_claim('dw_big');
+	SELECT pg_stat_force_next_flush()});
+ok( $node->safe_psql('postgres',
+		"SELECT n_tup_upd - n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'wf.job'::regclass") > 100,
+	'most of those updates were not HOT');
+is( $node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_index i, bt_index_check(i.indexrelid, heapallindexed => true)
+	 WHERE i.indrelid = 'wf.job'::regclass}),
+	'6', 'every index of wf.job has every row version');
+is($node->safe_psql('postgres', "SELECT count(*) FROM wf.jobs WHERE queue = 'dw_big' AND status = 'done'"),
+	'2001', 'and finds every job done');
+
 # A standby refuses every write, these too.
 $node->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('direct_writes_standby');

@@ -27,17 +27,25 @@ namespace {
 constexpr AttrNumber kQueue = 1, kId = 2;
 const ExpectedColumn kClaimColumns[] = {{kQueue, "queue", TEXTOID}, {kId, "id", INT8OID}};
 
-// Where claim (queue, id) is, as `snapshot` sees it; false if it sees none.
-bool find_claim(const ClaimTable& claims, Snapshot snapshot, int64 id) {
-    ScanKeyData keys[2];
+// Points `keys` at claim (queue, id).
+void claim_key(const ClaimTable& claims, int64 id, ScanKeyData* keys) {
     ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
                            claims.index->rd_indcollation[0], F_TEXTEQ, claims.queue);
     ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT8EQ,
                            Int64GetDatum(id));
-    IndexScanDesc scan = index_beginscan(claims.table, claims.index, snapshot, 2, 0);
+}
+
+// Where claim (queue, id) is at the latest snapshot, in claims.slot; false
+// if there is none.
+bool find_latest_claim(const ClaimTable& claims, int64 id) {
+    ScanKeyData keys[2];
+    claim_key(claims, id, keys);
+    Snapshot latest = RegisterSnapshot(GetLatestSnapshot());
+    IndexScanDesc scan = index_beginscan(claims.table, claims.index, latest, 2, 0);
     index_rescan(scan, keys, 2, nullptr, 0);
     bool found = index_getnext_slot(scan, ForwardScanDirection, claims.slot);
     index_endscan(scan);
+    UnregisterSnapshot(latest);
     return found;
 }
 
@@ -54,41 +62,51 @@ void ClaimTable::open(Datum queue_text, const char* function) {
     worker_at = column_number(table, "worker", TEXTOID);
     started_at_at = column_number(table, "started_at", TIMESTAMPTZOID);
     progress_at = column_number(table, "progress", JSONBOID);
-    // As SPI gives each statement: the transaction's own writes are seen.
+    // As SPI gives each statement in READ COMMITTED: every commit so far
+    // and this transaction's own writes are seen.
     CommandCounterIncrement();
     snapshot = RegisterSnapshot(GetTransactionSnapshot());
     command = GetCurrentCommandId(true);
+    scan = index_beginscan(table, index, snapshot, 2, 0);
     slot = table_slot_create(table, nullptr);
 }
 
 void ClaimTable::close() {
     ExecDropSingleTupleTableSlot(slot);
+    index_endscan(scan);
     UnregisterSnapshot(snapshot);
     index_close(index, NoLock);
     table_close(table, NoLock);
 }
 
-bool ClaimTable::read(int64 id, ClaimRead* out) {
-    if (!find_claim(*this, snapshot, id)) return false;
+bool ClaimTable::read(int64 id, ClaimRead* out, MemoryContext copies) {
+    ScanKeyData keys[2];
+    claim_key(*this, id, keys);
+    index_rescan(scan, keys, 2, nullptr, 0);
+    if (!index_getnext_slot(scan, ForwardScanDirection, slot)) return false;
     bool isnull;
     out->attempt = DatumGetInt32(slot_getattr(slot, attempt_at, &isnull));
     out->started_at = slot_getattr(slot, started_at_at, &out->started_at_null);
     out->worker = slot_getattr(slot, worker_at, &out->worker_null);
     out->progress = slot_getattr(slot, progress_at, &out->progress_null);
     // The slot is reused by the next lookup: what is kept is copied.
+    MemoryContext outer = MemoryContextSwitchTo(copies);
     if (!out->worker_null) out->worker = PointerGetDatum(PG_DETOAST_DATUM_COPY(out->worker));
     if (!out->progress_null) out->progress = PointerGetDatum(PG_DETOAST_DATUM_COPY(out->progress));
+    MemoryContextSwitchTo(outer);
     return true;
 }
 
-void ClaimTable::end(int64 id) {
-    Snapshot latest = nullptr;
-    for (;;) {
-        if (!find_claim(*this, latest ? latest : snapshot, id)) break;
+void ClaimTable::end_read(int64 id) {
+    // The version read() found first; then, while a committed renewal
+    // moves it on, the latest one.
+    for (bool latest = false;; latest = true) {
+        if (latest && !find_latest_claim(*this, id)) break;
         TM_FailureData failure;
         TM_Result result = table_tuple_delete(table, &slot->tts_tid, command,
-                                              latest ? latest : snapshot, InvalidSnapshot,
-                                              /*wait=*/true, &failure, /*changingPart=*/false);
+                                              latest ? GetLatestSnapshot() : snapshot,
+                                              InvalidSnapshot, /*wait=*/true, &failure,
+                                              /*changingPart=*/false);
         if (result == TM_Ok || result == TM_SelfModified) break;
         if (result != TM_Updated && result != TM_Deleted)
             elog(ERROR, "unexpected table_tuple_delete status: %d", static_cast<int>(result));
@@ -98,24 +116,7 @@ void ClaimTable::end(int64 id) {
                             errmsg("could not serialize access due to concurrent %s",
                                    result == TM_Updated ? "update" : "delete")));
         if (result == TM_Deleted) break;  // gone already (the reaper's orphan sweep)
-        // A lease renewal committed a new version: delete that one, as the
-        // executor's EvalPlanQual would in READ COMMITTED.
-        if (latest) UnregisterSnapshot(latest);
-        latest = RegisterSnapshot(GetLatestSnapshot());
     }
-    if (latest) UnregisterSnapshot(latest);
-}
-
-void end_claims(Datum queue, const std::vector<int64>& ids) {
-    if (ids.empty()) return;
-    const int64* id = ids.data();
-    size_t count = ids.size();
-    call([&] {
-        ClaimTable claims;
-        claims.open(queue, "wf_complete");
-        for (size_t i = 0; i < count; i++) claims.end(id[i]);
-        claims.close();
-    });
 }
 
 }  // namespace wf::pg

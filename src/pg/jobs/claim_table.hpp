@@ -1,9 +1,11 @@
 // Reading and ending claims (wf.claim rows) without the executor.
 #pragma once
 
-#include <vector>
-
 #include "pg/base/postgres.hpp"
+
+extern "C" {
+#include "access/genam.h"
+}
 
 namespace wf::pg {
 
@@ -12,39 +14,38 @@ struct ClaimRead {
     int32 attempt;
     Datum started_at;  // timestamptz, or null
     bool started_at_null;
-    Datum worker;      // text, or null (valid until the claim table closes)
+    Datum worker;      // text, or null (a copy in the context given to read())
     bool worker_null;
-    Datum progress;    // jsonb, or null
+    Datum progress;    // jsonb, or null (likewise)
     bool progress_null;
 };
 
-// wf.claim of one queue, open for the statements of one call: the executor's
-// checks are made once (direct_table.hpp), then each claim costs one descent
-// of claim_pkey. Plain C: every member runs inside call().
+// wf.claim of one queue, open for one call: the executor's checks are made
+// once (direct_table.hpp), then each claim costs one descent of claim_pkey
+// through one index scan, rescanned. Plain C: every member runs inside
+// call().
 struct ClaimTable {
     Relation table;
     Relation index;
     Snapshot snapshot;
     CommandId command;
+    IndexScanDesc scan;
     TupleTableSlot* slot;
     Datum queue;
     AttrNumber attempt_at, worker_at, started_at_at, progress_at;
 
     void open(Datum queue_text, const char* function);
     void close();
-    // Claim (queue, id), read into *out; false if there is none.
-    bool read(int64 id, ClaimRead* out);
-    // Deletes claim (queue, id). Only a lease renewal can be writing it (the
-    // caller has locked the job row): the delete waits for it, as the
-    // executor would, and in READ COMMITTED deletes the renewed row (in
-    // REPEATABLE READ or SERIALIZABLE, 40001).
-    void end(int64 id);
+    // Claim (queue, id), read into *out, its values copied into `copies`;
+    // false if there is none.
+    bool read(int64 id, ClaimRead* out, MemoryContext copies);
+    // Deletes the claim read last (by read(id)). The caller has locked its
+    // job row, so only a lease renewal or a progress report can be writing
+    // it: the delete waits for that, as the executor would, and in READ
+    // COMMITTED deletes the row it wrote (in REPEATABLE READ or
+    // SERIALIZABLE, 40001). A progress report committed since the read is
+    // not copied into the job row (nor was it by the SQL this replaced).
+    void end_read(int64 id);
 };
-
-// Deletes the claims of jobs `ids` of `queue` (ClaimTable::end). Through SQL
-// the same delete of a batch was planned, for a table whose statistics say
-// one row, as a scan of the queue's whole range of claim_pkey with the ids
-// as a filter.
-void end_claims(Datum queue, const std::vector<int64>& ids);
 
 }  // namespace wf::pg

@@ -50,11 +50,13 @@ void open_hot_table(const char* function, const char* table, const char* index, 
     Oid index_oid = get_relname_relid(index_name, schema);
     if (!OidIsValid(table_oid) || !OidIsValid(index_oid))
         unexpected_table_shape(table, "the table or its index is missing");
-    AclMode needed = ACL_SELECT | (command == CMD_DELETE   ? ACL_DELETE
-                                   : command == CMD_INSERT ? ACL_INSERT
-                                                           : ACL_UPDATE);
-    AclResult acl = pg_class_aclcheck(table_oid, GetUserId(), needed);
-    if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_TABLE, table);
+    // Each right on its own: pg_class_aclcheck accepts any one of a mask.
+    const AclMode write = command == CMD_DELETE ? ACL_DELETE : command == CMD_INSERT ? ACL_INSERT : ACL_UPDATE;
+    const AclMode needed[] = {ACL_SELECT, write};
+    for (AclMode mode : needed) {
+        AclResult acl = pg_class_aclcheck(table_oid, GetUserId(), mode);
+        if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_TABLE, table);
+    }
     *table_out = table_open(table_oid, RowExclusiveLock);
     *index_out = index_open(index_oid, RowExclusiveLock);
     TupleDesc desc = RelationGetDescr(*table_out);
@@ -75,10 +77,17 @@ void open_hot_table(const char* function, const char* table, const char* index, 
     // is there anyway is refused here too.
     TriggerDesc* triggers = (*table_out)->trigdesc;
     if (triggers != nullptr &&
-        (command == CMD_UPDATE ? triggers->trig_update_before_row || triggers->trig_update_after_row
-         : command == CMD_DELETE ? triggers->trig_delete_before_row || triggers->trig_delete_after_row
-                                 : triggers->trig_insert_before_row || triggers->trig_insert_after_row))
-        unexpected_table_shape(table, "it has a row trigger");
+        (command == CMD_UPDATE   ? triggers->trig_update_before_row || triggers->trig_update_after_row ||
+                                     triggers->trig_update_before_statement ||
+                                     triggers->trig_update_after_statement
+         : command == CMD_DELETE ? triggers->trig_delete_before_row || triggers->trig_delete_after_row ||
+                                     triggers->trig_delete_before_statement ||
+                                     triggers->trig_delete_after_statement
+                                 : triggers->trig_insert_before_row || triggers->trig_insert_after_row ||
+                                     triggers->trig_insert_before_statement ||
+                                     triggers->trig_insert_after_statement))
+        unexpected_table_shape(table, "it has a trigger");
+    if ((*table_out)->rd_rel->relhasrules) unexpected_table_shape(table, "it has a rule");
     if (check_enable_rls(table_oid, InvalidOid, true) == RLS_ENABLED)
         unexpected_table_shape(table, "row level security applies to it");
     TupleConstr* constraints = RelationGetDescr(*table_out)->constr;

@@ -42,6 +42,7 @@ struct JobTable {
     Relation index;  // job_pkey
     Snapshot snapshot;
     CommandId command;
+    IndexScanDesc scan;      // of job_pkey, rescanned for each job
     TupleTableSlot* found;   // the row as the snapshot sees it
     TupleTableSlot* locked;  // its latest version, locked
     TupleTableSlot* next;    // the version written
@@ -74,6 +75,7 @@ struct JobTable {
         CommandCounterIncrement();
         snapshot = RegisterSnapshot(GetTransactionSnapshot());
         command = GetCurrentCommandId(true);
+        scan = index_beginscan(table, index, snapshot, 2, 0);
         found = table_slot_create(table, nullptr);
         locked = table_slot_create(table, nullptr);
         next = MakeSingleTupleTableSlot(RelationGetDescr(table), &TTSOpsHeapTuple);
@@ -87,6 +89,7 @@ struct JobTable {
         ExecDropSingleTupleTableSlot(next);
         ExecDropSingleTupleTableSlot(locked);
         ExecDropSingleTupleTableSlot(found);
+        index_endscan(scan);
         UnregisterSnapshot(snapshot);
         index_close(index, NoLock);
         table_close(table, NoLock);
@@ -100,11 +103,8 @@ struct JobTable {
                                index->rd_indcollation[0], F_TEXTEQ, queue);
         ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid,
                                F_INT8EQ, Int64GetDatum(id));
-        IndexScanDesc scan = index_beginscan(table, index, snapshot, 2, 0);
         index_rescan(scan, keys, 2, nullptr, 0);
-        bool visible = index_getnext_slot(scan, ForwardScanDirection, found);
-        index_endscan(scan);
-        if (!visible) return false;
+        if (!index_getnext_slot(scan, ForwardScanDirection, found)) return false;
         // In READ COMMITTED a row changed since the snapshot is followed to
         // its latest version (EvalPlanQual's way); a transaction snapshot
         // cannot see past it.
@@ -130,11 +130,13 @@ struct JobTable {
         }
     }
 
-    // Writes `values`/`nulls` as the locked row's new version, with its
-    // index entries when the update is not HOT.
-    void update(Datum* values, bool* nulls) {
+    // Writes `values`/`nulls` as the locked row's new version (formed in
+    // `row_context`), with its index entries when the update is not HOT.
+    void update(Datum* values, bool* nulls, MemoryContext row_context) {
+        MemoryContext outer = MemoryContextSwitchTo(row_context);
         HeapTuple tuple = heap_form_tuple(RelationGetDescr(table), values, nulls);
-        ExecStoreHeapTuple(tuple, next, true);
+        MemoryContextSwitchTo(outer);
+        ExecStoreHeapTuple(tuple, next, true);  // cleared before row_context is reset
         TM_FailureData failure;
         LockTupleMode mode;
         bool update_indexes;
@@ -168,6 +170,12 @@ struct JobTable {
     }
 };
 
+bool text_is(Datum value, const char* expected) {
+    text* t = DatumGetTextPP(value);
+    size_t length = strlen(expected);
+    return VARSIZE_ANY_EXHDR(t) == length && memcmp(VARDATA_ANY(t), expected, length) == 0;
+}
+
 }  // namespace
 
 size_t complete_running_attempts(const char* function, Datum queue,
@@ -189,14 +197,22 @@ size_t complete_running_attempts(const char* function, Datum queue,
         Datum done = CStringGetTextDatum("done");
         Datum cancelled = CStringGetTextDatum("cancelled");
         Datum cancelled_error = CStringGetTextDatum("cancelled while running");
+        // What one job's completion keeps (the claim's copied values, the
+        // new row) is freed before the next: a batch of 100,000 holds one
+        // job's worth. Only those go there: an index scan allocates state
+        // during a lookup that must outlive it.
+        MemoryContext per_job = AllocSetContextCreate(CurrentMemoryContext, "pg_wf completion",
+                                                      ALLOCSET_DEFAULT_SIZES);
         size_t ended = 0;
         for (size_t i = 0; i < count; i++) {
+            ExecClearTuple(jobs.next);  // its tuple lives in per_job
+            MemoryContextReset(per_job);
             const AttemptToComplete& a = item[i];
             ClaimRead claim;
             // The claim first (as the statement read it), then the job row:
             // the row's lock is what serialises this with a cancel or the
             // reaper, which take the job row before the claim.
-            if (!claims.read(a.id, &claim) || claim.attempt != a.attempt) continue;
+            if (!claims.read(a.id, &claim, per_job) || claim.attempt != a.attempt) continue;
             if (!jobs.lock(a.id)) continue;
             slot_getallattrs(jobs.locked);
             memcpy(values, jobs.locked->tts_values, desc->natts * sizeof(Datum));
@@ -204,8 +220,7 @@ size_t complete_running_attempts(const char* function, Datum queue,
             // Still this attempt, still running (WF_SQL_ROW_RUNS).
             int i_status = jobs.status_at - 1, i_attempt = jobs.attempt_at - 1;
             if (nulls[i_status] || nulls[i_attempt] ||
-                DatumGetInt32(values[i_attempt]) + 1 != a.attempt ||
-                strcmp(TextDatumGetCString(values[i_status]), "pending") != 0)
+                DatumGetInt32(values[i_attempt]) + 1 != a.attempt || !text_is(values[i_status], "pending"))
                 continue;
             bool cancel = !nulls[jobs.cancel_requested_at - 1] &&
                           DatumGetBool(values[jobs.cancel_requested_at - 1]);
@@ -237,9 +252,11 @@ size_t complete_running_attempts(const char* function, Datum queue,
             if (c.in_workflow)
                 memcpy(&c.workflow_id, DatumGetUUIDP(values[jobs.workflow_id_at - 1]), sizeof c.workflow_id);
             c.has_child_of = !nulls[jobs.child_of_at - 1];
-            jobs.update(values, nulls);
-            claims.end(a.id);
+            jobs.update(values, nulls, per_job);
+            claims.end_read(a.id);
         }
+        ExecClearTuple(jobs.next);
+        MemoryContextDelete(per_job);
         jobs.close();
         claims.close();
         return ended;

@@ -26,8 +26,8 @@ struct CompletedJob {
     bool has_child_of;
 };
 
-// Completes, in `queue`, the attempts of `items` (sorted by id, each id
-// once) that still run: their claim has that attempt and their job row says
+// Completes, in `queue`, the attempts of `items` (sorted by id; an id given
+// twice is completed once) that still run: their claim has that attempt and their job row says
 // so once locked. Fills `out` (room for every item) in id order and returns
 // how many it completed. As the executor's UPDATE would: a row another
 // transaction is changing is waited for; in READ COMMITTED its latest
