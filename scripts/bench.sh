@@ -526,10 +526,16 @@ cpu_run() {  # SIDE SCRIPT
     PGOPTIONS="$PGOPTIONS -c synchronous_commit=off" claim_run "$1" "$2" 1 bench
     awk -v r="${RATE%% *}" 'BEGIN { printf "%.0f", (r > 0 ? 1e6 / r : 0) }'
 }
-cpuwf=$(cpu_run wf wf_claim1.sql); cpubase=$(cpu_run base base_claim1.sql)
-log "  pg_wf $cpuwf, baseline $cpubase µs/job"
+# One run swings by tens of percent on a shared 2-core box: best (lowest)
+# of two per side, sides alternating, as the throughput pairs.
+cpuwf=999999 cpubase=999999
+for _ in 1 2; do
+    t=$(cpu_run wf wf_claim1.sql); [ "$t" -lt "$cpuwf" ] && cpuwf=$t
+    t=$(cpu_run base base_claim1.sql); [ "$t" -lt "$cpubase" ] && cpubase=$t
+done
+log "  pg_wf $cpuwf, baseline $cpubase µs/job (best of 2)"
 row "diagnostic: time per job, 1 client, synchronous_commit=off" "$cpuwf" "$cpubase" "µs, lower is better" \
-    "claim+complete without the fsync wait: the CPU of server and client round trips, which bounds a 2-core box"
+    "claim+complete without the fsync wait, best of 2: the CPU of server and client round trips, which bounds a 2-core box"
 
 fi
 

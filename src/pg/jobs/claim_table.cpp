@@ -62,11 +62,7 @@ void ClaimTable::open(Datum queue_text, const char* function) {
     worker_at = column_number(table, "worker", TEXTOID);
     started_at_at = column_number(table, "started_at", TIMESTAMPTZOID);
     progress_at = column_number(table, "progress", JSONBOID);
-    // As SPI gives each statement in READ COMMITTED: every commit so far
-    // and this transaction's own writes are seen.
-    CommandCounterIncrement();
-    snapshot = RegisterSnapshot(GetTransactionSnapshot());
-    command = GetCurrentCommandId(true);
+    begin_direct_statement(&snapshot, &command);
     scan = index_beginscan(table, index, snapshot, 2, 0);
     slot = table_slot_create(table, nullptr);
 }

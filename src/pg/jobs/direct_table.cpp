@@ -10,6 +10,7 @@ extern "C" {
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rls.h"
+#include "utils/snapmgr.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 }
@@ -20,6 +21,12 @@ namespace wf::pg {
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                     errmsg("pg_wf's table wf.%s is not as its library expects: %s", table, what),
                     errhint("Reinstall the extension, or ALTER EXTENSION pg_wf UPDATE.")));
+}
+
+void begin_direct_statement(Snapshot* snapshot, CommandId* command) {
+    CommandCounterIncrement();
+    *snapshot = RegisterSnapshot(GetTransactionSnapshot());
+    *command = GetCurrentCommandId(true);
 }
 
 AttrNumber column_number(Relation table, const char* name, Oid type) {

@@ -31,6 +31,12 @@ void open_hot_table(const char* function, const char* table, const char* index, 
                     CmdType command, const ExpectedColumn* columns, int ncolumns,
                     Relation* table_out, Relation* index_out);
 
+// The start of a write made without the executor, as SPI starts each
+// statement: a new command id, so that this transaction's own writes are
+// seen, and (in READ COMMITTED) a new snapshot, so that every commit so far
+// is. The snapshot is registered: UnregisterSnapshot it at the end.
+void begin_direct_statement(Snapshot* snapshot, CommandId* command);
+
 // The number of `table`'s column `name`, which must be of `type`: columns a
 // schema update added come after the others in an updated table, so only
 // the leading key columns are looked up by a fixed number.

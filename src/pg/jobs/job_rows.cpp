@@ -72,9 +72,7 @@ struct JobTable {
         has_dependents_at = column_number(table, "has_dependents", BOOLOID);
         workflow_id_at = column_number(table, "workflow_id", UUIDOID);
         child_of_at = column_number(table, "child_of", INT8OID);
-        CommandCounterIncrement();
-        snapshot = RegisterSnapshot(GetTransactionSnapshot());
-        command = GetCurrentCommandId(true);
+        begin_direct_statement(&snapshot, &command);
         scan = index_beginscan(table, index, snapshot, 2, 0);
         found = table_slot_create(table, nullptr);
         locked = table_slot_create(table, nullptr);

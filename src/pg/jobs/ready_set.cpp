@@ -73,12 +73,10 @@ struct OpenReadySet {
 
     void open(ReadyIndex which) {
         open_ready_set(which, &table, &index);
-        // A new command id and snapshot, as SPI gives each statement: the
-        // rows this transaction inserted are visible, and in READ COMMITTED
-        // so is every commit up to now (a waiting claimer relies on that).
-        CommandCounterIncrement();
-        snapshot = RegisterSnapshot(GetTransactionSnapshot());
-        command = GetCurrentCommandId(true);
+        // The rows this transaction inserted are visible, and in READ
+        // COMMITTED so is every commit up to now (a waiting claimer relies
+        // on that).
+        begin_direct_statement(&snapshot, &command);
     }
     void close() {
         UnregisterSnapshot(snapshot);
