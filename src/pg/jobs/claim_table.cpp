@@ -9,13 +9,10 @@
 
 extern "C" {
 #include "access/genam.h"
-#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "access/skey.h"
 #include "access/xact.h"
 #include "executor/tuptable.h"
-#include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 }
@@ -27,19 +24,11 @@ namespace {
 constexpr AttrNumber kQueue = 1, kId = 2;
 const ExpectedColumn kClaimColumns[] = {{kQueue, "queue", TEXTOID}, {kId, "id", INT8OID}};
 
-// Points `keys` at claim (queue, id).
-void claim_key(const ClaimTable& claims, int64 id, ScanKeyData* keys) {
-    ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-                           claims.index->rd_indcollation[0], F_TEXTEQ, claims.queue);
-    ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT8EQ,
-                           Int64GetDatum(id));
-}
-
 // Where claim (queue, id) is at the latest snapshot, in claims.slot; false
 // if there is none.
 bool find_latest_claim(const ClaimTable& claims, int64 id) {
     ScanKeyData keys[2];
-    claim_key(claims, id, keys);
+    queue_id_keys(claims.index, claims.queue, id, keys);
     Snapshot latest = RegisterSnapshot(GetLatestSnapshot());
     IndexScanDesc scan = index_beginscan(claims.table, claims.index, latest, 2, 0);
     index_rescan(scan, keys, 2, nullptr, 0);
@@ -55,9 +44,7 @@ void ClaimTable::open(Datum queue_text, const char* function) {
     queue = queue_text;
     ShardGroup* group = current_shard_group();
     open_hot_table(function, "claim", "claim_pkey", group != nullptr ? group->claim_suffix.c_str() : "",
-                   CMD_DELETE, kClaimColumns, lengthof(kClaimColumns), &table, &index);
-    if (index->rd_index->indnkeyatts < 2 || index->rd_index->indkey.values[1] != kId)
-        unexpected_table_shape("claim", "claim_pkey is not a btree on (queue, id)");
+                   CMD_DELETE, kClaimColumns, lengthof(kClaimColumns), 2, &table, &index);
     attempt_at = column_number(table, "attempt", INT4OID);
     worker_at = column_number(table, "worker", TEXTOID);
     started_at_at = column_number(table, "started_at", TIMESTAMPTZOID);
@@ -77,7 +64,7 @@ void ClaimTable::close() {
 
 bool ClaimTable::read(int64 id, ClaimRead* out, MemoryContext copies) {
     ScanKeyData keys[2];
-    claim_key(*this, id, keys);
+    queue_id_keys(index, queue, id, keys);
     index_rescan(scan, keys, 2, nullptr, 0);
     if (!index_getnext_slot(scan, ForwardScanDirection, slot)) return false;
     bool isnull;

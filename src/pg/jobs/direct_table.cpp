@@ -2,6 +2,8 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "commands/trigger.h"
 #include "catalog/pg_am.h"
@@ -9,6 +11,8 @@ extern "C" {
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
+#include "lib/stringinfo.h"
+#include "utils/fmgroids.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/builtins.h"
@@ -21,6 +25,13 @@ namespace wf::pg {
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                     errmsg("pg_wf's table wf.%s is not as its library expects: %s", table, what),
                     errhint("Reinstall the extension, or ALTER EXTENSION pg_wf UPDATE.")));
+}
+
+void queue_id_keys(Relation index, Datum queue, int64 id, ScanKeyData keys[2]) {
+    ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, index->rd_indcollation[0],
+                           F_TEXTEQ, queue);
+    ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT8EQ,
+                           Int64GetDatum(id));
 }
 
 void begin_direct_statement(Snapshot* snapshot, CommandId* command) {
@@ -43,7 +54,7 @@ AttrNumber column_number(Relation table, const char* name, Oid type) {
 }
 
 void open_hot_table(const char* function, const char* table, const char* index, const char* suffix,
-                    CmdType command, const ExpectedColumn* columns, int ncolumns,
+                    CmdType command, const ExpectedColumn* columns, int ncolumns, int index_keys,
                     Relation* table_out, Relation* index_out) {
     // As the executor refuses a write there (25006); on a hot standby,
     // where every transaction is read-only, too.
@@ -76,9 +87,16 @@ void open_hot_table(const char* function, const char* table, const char* index, 
                                                    col.name, format_type_be(col.type)));
     }
     Form_pg_index form = (*index_out)->rd_index;
-    if ((*index_out)->rd_rel->relam != BTREE_AM_OID || form->indrelid != table_oid ||
-        form->indnkeyatts < 1 || form->indkey.values[0] != columns[0].number)
-        unexpected_table_shape(table, psprintf("%s is not a btree on (%s, ...)", index, columns[0].name));
+    bool index_as_expected = (*index_out)->rd_rel->relam == BTREE_AM_OID &&
+                             form->indrelid == table_oid && form->indnkeyatts >= index_keys;
+    for (int k = 0; index_as_expected && k < index_keys; k++)
+        index_as_expected = form->indkey.values[k] == columns[k].number;
+    if (!index_as_expected) {
+        StringInfoData keys;
+        initStringInfo(&keys);
+        for (int k = 0; k < index_keys; k++) appendStringInfo(&keys, "%s, ", columns[k].name);
+        unexpected_table_shape(table, psprintf("%s is not a btree on (%s...)", index, keys.data));
+    }
     // What the executor would run or apply and this code does not: nothing
     // may be attached to pg_wf's tables (runtime/attachments.hpp), and what
     // is there anyway is refused here too.

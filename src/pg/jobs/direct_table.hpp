@@ -25,11 +25,16 @@ struct ExpectedColumn {
 // names a local shard on a distributed pg_wf; "" otherwise) with
 // RowExclusiveLock, after the executor's checks for `command` (CMD_DELETE
 // needs SELECT and DELETE). `columns` must be there, named and typed so;
-// the index must be a btree of the table whose first key is `columns[0]`.
-// `function` names the SQL function for the read-only refusal.
+// the index must be a btree of the table whose leading keys are the first
+// `index_keys` of them. `function` names the SQL function for the
+// read-only refusal.
 void open_hot_table(const char* function, const char* table, const char* index, const char* suffix,
-                    CmdType command, const ExpectedColumn* columns, int ncolumns,
+                    CmdType command, const ExpectedColumn* columns, int ncolumns, int index_keys,
                     Relation* table_out, Relation* index_out);
+
+// Scan keys for row (queue, id) of an index led by (queue, id): wf.job's
+// job_pkey, wf.claim's claim_pkey.
+void queue_id_keys(Relation index, Datum queue, int64 id, ScanKeyData keys[2]);
 
 // The start of a write made without the executor, as SPI starts each
 // statement: a new command id, so that this transaction's own writes are

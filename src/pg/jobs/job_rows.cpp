@@ -14,16 +14,13 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "access/skey.h"
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
@@ -57,9 +54,7 @@ struct JobTable {
         queue = queue_text;
         ShardGroup* group = current_shard_group();
         open_hot_table(function, "job", "job_pkey", group != nullptr ? group->job_suffix.c_str() : "",
-                       CMD_UPDATE, kJobKey, lengthof(kJobKey), &table, &index);
-        if (index->rd_index->indnkeyatts < 2 || index->rd_index->indkey.values[1] != kId)
-            unexpected_table_shape("job", "job_pkey is not a btree on (queue, id)");
+                       CMD_UPDATE, kJobKey, lengthof(kJobKey), 2, &table, &index);
         status_at = column_number(table, "status", TEXTOID);
         attempt_at = column_number(table, "attempt", INT4OID);
         started_at_at = column_number(table, "started_at", TIMESTAMPTZOID);
@@ -97,10 +92,7 @@ struct JobTable {
     // false if there is none (gone, or already changed by this call).
     bool lock(int64 id) {
         ScanKeyData keys[2];
-        ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-                               index->rd_indcollation[0], F_TEXTEQ, queue);
-        ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid,
-                               F_INT8EQ, Int64GetDatum(id));
+        queue_id_keys(index, queue, id, keys);
         index_rescan(scan, keys, 2, nullptr, 0);
         if (!index_getnext_slot(scan, ForwardScanDirection, found)) return false;
         // In READ COMMITTED a row changed since the snapshot is followed to
