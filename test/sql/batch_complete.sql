@@ -100,3 +100,49 @@ SELECT try_sql(format('SELECT wf_complete(%L, %s, %s)', 'cm_checks', :k2, :k2a))
        AS without_update_on_job;
 ROLLBACK;
 SELECT count(*) AS completed FROM wf_complete_many('cm_checks', ARRAY[:k2], ARRAY[:k2a]);
+
+-- Claims begin attempts without the executor too (claim_rows.cpp), with
+-- its checks: a claim table with a column the library does not write is
+-- refused with 55000, pg_wf's role without INSERT on wf.claim or SELECT on
+-- wf.job claims nothing (42501), and the job stays in the ready set.
+SELECT wf_enqueue('cl_checks', '{"n": 1}') AS c1 \gset
+BEGIN;
+ALTER TABLE wf.claim ADD COLUMN note text NOT NULL DEFAULT 'x';
+SELECT try_sql($$SELECT id FROM wf_claim('cl_checks')$$) AS unknown_column;
+ROLLBACK;
+BEGIN;
+REVOKE INSERT ON wf.claim FROM wf_owner;
+SELECT try_sql($$SELECT id FROM wf_claim('cl_checks')$$) AS without_insert_on_claim;
+ROLLBACK;
+BEGIN;
+REVOKE SELECT ON wf.job FROM wf_owner;
+SELECT try_sql($$SELECT id FROM wf_claim('cl_checks')$$) AS without_select_on_job;
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT try_sql($$SELECT id FROM wf_claim('cl_checks')$$) AS read_only;
+ROLLBACK;
+SELECT (SELECT count(*) FROM wf.ready WHERE queue = 'cl_checks') AS ready,
+       (SELECT count(*) FROM wf.claim WHERE queue = 'cl_checks') AS claims;
+-- A claim row an earlier attempt left behind is replaced; one of the
+-- attempt the claim would begin (or a later one) is not, and the job is
+-- not handed out: an attempt number is one owner's.
+INSERT INTO wf.claim (queue, id, attempt, owner_session) VALUES ('cl_checks', :c1, 0, 0);
+SELECT id = :c1 AS same_job, attempt, payload, lease_expires_at IS NULL AS no_lease
+  FROM wf_claim('cl_checks');
+SELECT attempt, owner_pid = pg_backend_pid() AS mine, worker IS NOT NULL AS has_worker
+  FROM wf.claim WHERE queue = 'cl_checks';
+SELECT wf_complete('cl_checks', :c1, 1) AS completed;
+SELECT wf_enqueue('cl_checks', '{"n": 2}') AS c2 \gset
+INSERT INTO wf.claim (queue, id, attempt, owner_session) VALUES ('cl_checks', :c2, 1, 0);
+SELECT count(*) AS handed_out FROM wf_claim('cl_checks');
+SELECT status, (SELECT attempt FROM wf.claim c WHERE c.queue = 'cl_checks' AND c.id = :c2) AS claim_attempt,
+       (SELECT count(*) FROM wf.ready WHERE queue = 'cl_checks') AS ready
+  FROM wf.jobs WHERE id = :c2;
+DELETE FROM wf.claim WHERE queue = 'cl_checks';
+-- A lease and a max run time: the lease ends at the earlier of the two.
+SELECT wf_enqueue('cl_checks', '{"n": 3}', max_run_time => '10 minutes') AS c3 \gset
+SELECT round(extract(epoch FROM lease_expires_at - now())) AS lease_s
+  FROM wf_claim('cl_checks', lease => '1 hour');
+SELECT round(extract(epoch FROM run_deadline - started_at)) AS run_s, lease,
+       round(extract(epoch FROM lease_expires_at - started_at)) AS lease_s
+  FROM wf.claim WHERE queue = 'cl_checks';

@@ -5,9 +5,11 @@
 # every other. auto_explain logs the plans of pg_wf's own statements with
 # their actual row counts; no node may handle more than a few times the
 # batch (a nested loop over the queue did 32 million comparisons). The
-# completion has no plan any more: it finds each job and claim by key
-# without the executor (src/pg/jobs/job_rows.cpp), so the claim's plan is
-# what is left to check here, and the batch must still complete.
+# completion and a plain claim have no plan any more: they find each job
+# and claim by key without the executor (src/pg/jobs/job_rows.cpp,
+# claim_rows.cpp). What is left to check is the statement a claim runs for
+# jobs that have inputs or checkpoints to read (here: a second attempt),
+# and that the batch still completes.
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
@@ -20,27 +22,49 @@ use WfTap;
 my $node = wf_node('batch_plans');
 my $n = 8000;
 
-# Claims and completes $n jobs of queue `fresh` in database $db with
-# auto_explain on; returns the plans of pg_wf's own statements.
-sub batch_plans
-{
-	my ($db) = @_;
-	$node->safe_psql($db, qq{
-SELECT count(*) FROM wf_enqueue_batch('fresh', (SELECT jsonb_agg(jsonb_build_object('n', g)) FROM generate_series(1, $n) g));
-});
-	my $offset = -s $node->logfile;
-	my $done = $node->safe_psql($db, qq{
+my $explain = q{
 LOAD 'auto_explain';
 SET auto_explain.log_min_duration = 0;
 SET auto_explain.log_nested_statements = on;
 SET auto_explain.log_analyze = on;
 SET auto_explain.log_timing = off;
-CREATE TEMP TABLE c AS SELECT id, attempt FROM wf_claim('fresh', max_jobs => $n);
-SELECT count(*) FROM wf_complete_many('fresh', (SELECT array_agg(id) FROM c), (SELECT array_agg(attempt) FROM c));
+};
+
+# The plans of pg_wf's own statements logged since $offset.
+sub plans_since
+{
+	my ($offset) = @_;
+	return grep { /wf\.(job|claim|ready|checkpoint)/ } split /LOG:  duration: /,
+	  slurp_file($node->logfile, $offset);
+}
+
+# Claims $n jobs of queue `fresh` in database $db, fails them (to retry at
+# once), claims them again and completes them, with auto_explain on.
+# Returns the plans of pg_wf's own statements in the first claim and in the
+# second claim and the completion.
+sub batch_plans
+{
+	my ($db) = @_;
+	$node->safe_psql($db, qq{
+SELECT wf_configure_queue('fresh', backoff_base => '1 ms', backoff_max => '1 ms');
+SELECT count(*) FROM wf_enqueue_batch('fresh', (SELECT jsonb_agg(jsonb_build_object('n', g)) FROM generate_series(1, $n) g));
 });
-	is($done, $n, "$db: $n jobs claimed and completed in two calls");
-	my $log = slurp_file($node->logfile, $offset);
-	return grep { /wf\.(job|claim|ready)/ } split /LOG:  duration: /, $log;
+	my $offset = -s $node->logfile;
+	my $failed = $node->safe_psql($db, qq{$explain
+CREATE TEMP TABLE c AS SELECT id, attempt FROM wf_claim('fresh', max_jobs => $n);
+SELECT count(*) FILTER (WHERE wf_fail('fresh', id, attempt, 'again') = 'pending') FROM c;
+});
+	is($failed, $n, "$db: $n jobs claimed and failed, to run again");
+	my @first = plans_since($offset);
+	$offset = -s $node->logfile;
+	my $done = $node->safe_psql($db, qq{$explain
+SELECT pg_sleep(0.1) AS slept \\gset
+CREATE TEMP TABLE c AS SELECT id, attempt FROM wf_claim('fresh', max_jobs => $n);
+SELECT count(*) FROM wf_complete_many('fresh', (SELECT array_agg(id) FROM c), (SELECT array_agg(attempt) FROM c))
+ WHERE (SELECT min(attempt) FROM c) = 2;
+});
+	is($done, $n, "$db: claimed again (attempt 2) and completed in two calls");
+	return (\@first, [plans_since($offset)]);
 }
 
 # The most rows one plan node handled: its rows times its loops, or the
@@ -68,12 +92,18 @@ SELECT count(*) FROM wf_enqueue_batch('old', (SELECT jsonb_agg(jsonb_build_objec
 $node->safe_psql('postgres', 'VACUUM ANALYZE wf.job, wf.ready, wf.claim');
 for my $db ('never_analyzed', 'postgres')
 {
-	my @plans = batch_plans($db);
-	cmp_ok(scalar(@plans), '>=', 1, "$db: the plans of the claim were logged");
-	my ($worst, $where) = worst_node(@plans);
+	my ($first, $again) = batch_plans($db);
+	# A first claim of plain jobs runs no SQL on pg_wf's tables at all
+	# (src/pg/jobs/claim_rows.cpp); wf_fail's statements run per job, none
+	# of them over the batch.
+	is(scalar(grep { /wf_claim|unnest/ } @$first), 0, "$db: a first claim of plain jobs runs no statement");
+	# A later attempt's claim reads its checkpoints: one statement for the batch.
+	cmp_ok(scalar(grep { /wf\.checkpoint/ } @$again), '>=', 1,
+		"$db: the plan of the claim's read of checkpoints was logged");
+	my ($worst, $where) = worst_node(@$first, @$again);
 	note("$db: the most rows one plan node handled: $worst ($where)");
 	cmp_ok($worst, '<=', 4 * $n, "$db: no plan node handles more than a few times the batch")
-	  or diag(join("\n----\n", @plans));
+	  or diag(join("\n----\n", @$first, @$again));
 }
 
 done_testing();

@@ -61,6 +61,27 @@ is( $node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', "SELECT count(*) FROM wf.jobs WHERE queue = 'dw_big' AND status = 'done'"),
 	'2001', 'and finds every job done');
 
+# Claims insert their claim rows by hand, with the executor's index
+# maintenance: claim_pkey gets every row, and the partial claim_key every
+# row of a job with a key (per-key limits count running jobs through it).
+# All in one session: its claims end with it.
+$node->safe_psql('postgres', q{
+	SELECT count(*) FROM wf_enqueue_batch('dw_keys', (SELECT jsonb_agg(g) FROM generate_series(1, 300) g),
+	                                      keys => (SELECT array_agg(CASE WHEN g % 3 = 0 THEN NULL ELSE 'k' || g % 3 END)
+	                                                 FROM generate_series(1, 300) g))});
+my @claim_checks = split /\n/, $node->safe_psql('postgres', q{
+	SELECT count(*) FROM wf_claim('dw_keys', max_jobs => 200) \gset
+	SELECT count(*) FROM wf_claim('dw_keys', max_jobs => 50) \gset
+	SELECT count(*) FROM pg_index i, bt_index_check(i.indexrelid, heapallindexed => true)
+	 WHERE i.indrelid = 'wf.claim'::regclass;
+	SELECT string_agg(key || ' ' || n, ', ' ORDER BY key)
+	  FROM (SELECT key, count(*) AS n FROM wf.claim WHERE queue = 'dw_keys' AND key IS NOT NULL GROUP BY key) k;
+	SET enable_seqscan = off; SET enable_bitmapscan = off;
+	SELECT count(*) FROM wf.claim WHERE queue = 'dw_keys' AND key = 'k1'});
+is($claim_checks[0], '2', 'both indexes of wf.claim have every claim row they should');
+is($claim_checks[1], 'k1 84, k2 83', 'each key has its running jobs');
+is($claim_checks[2], '84', 'and claim_key finds them');
+
 # A standby refuses every write, these too.
 $node->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('direct_writes_standby');

@@ -12,6 +12,7 @@ extern "C" {
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "lib/stringinfo.h"
+#include "nodes/makefuncs.h"
 #include "utils/fmgroids.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
@@ -54,7 +55,7 @@ AttrNumber column_number(Relation table, const char* name, Oid type) {
 }
 
 void open_hot_table(const char* function, const char* table, const char* index, const char* suffix,
-                    CmdType command, const ExpectedColumn* columns, int ncolumns, int index_keys,
+                    int writes, const ExpectedColumn* columns, int ncolumns, int index_keys,
                     Relation* table_out, Relation* index_out) {
     // As the executor refuses a write there (25006); on a hot standby,
     // where every transaction is read-only, too.
@@ -69,14 +70,21 @@ void open_hot_table(const char* function, const char* table, const char* index, 
     if (!OidIsValid(table_oid) || !OidIsValid(index_oid))
         unexpected_table_shape(table, "the table or its index is missing");
     // Each right on its own: pg_class_aclcheck accepts any one of a mask.
-    const AclMode write = command == CMD_DELETE ? ACL_DELETE : command == CMD_INSERT ? ACL_INSERT : ACL_UPDATE;
-    const AclMode needed[] = {ACL_SELECT, write};
-    for (AclMode mode : needed) {
-        AclResult acl = pg_class_aclcheck(table_oid, GetUserId(), mode);
+    const struct {
+        bool wanted;
+        AclMode mode;
+    } needed[] = {{true, ACL_SELECT},
+                  {(writes & kDelete) != 0, ACL_DELETE},
+                  {(writes & kInsert) != 0, ACL_INSERT},
+                  {(writes & kUpdate) != 0, ACL_UPDATE}};
+    for (const auto& right : needed) {
+        if (!right.wanted) continue;
+        AclResult acl = pg_class_aclcheck(table_oid, GetUserId(), right.mode);
         if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_TABLE, table);
     }
-    *table_out = table_open(table_oid, RowExclusiveLock);
-    *index_out = index_open(index_oid, RowExclusiveLock);
+    LOCKMODE lock = writes == kReadOnly ? AccessShareLock : RowExclusiveLock;
+    *table_out = table_open(table_oid, lock);
+    *index_out = index_open(index_oid, lock);
     TupleDesc desc = RelationGetDescr(*table_out);
     for (int c = 0; c < ncolumns; c++) {
         const ExpectedColumn& col = columns[c];
@@ -100,25 +108,72 @@ void open_hot_table(const char* function, const char* table, const char* index, 
     // What the executor would run or apply and this code does not: nothing
     // may be attached to pg_wf's tables (runtime/attachments.hpp), and what
     // is there anyway is refused here too.
-    TriggerDesc* triggers = (*table_out)->trigdesc;
-    if (triggers != nullptr &&
-        (command == CMD_UPDATE   ? triggers->trig_update_before_row || triggers->trig_update_after_row ||
-                                     triggers->trig_update_before_statement ||
-                                     triggers->trig_update_after_statement
-         : command == CMD_DELETE ? triggers->trig_delete_before_row || triggers->trig_delete_after_row ||
-                                     triggers->trig_delete_before_statement ||
-                                     triggers->trig_delete_after_statement
-                                 : triggers->trig_insert_before_row || triggers->trig_insert_after_row ||
-                                     triggers->trig_insert_before_statement ||
-                                     triggers->trig_insert_after_statement))
+    TriggerDesc* t = (*table_out)->trigdesc;
+    if (t != nullptr &&
+        (((writes & kUpdate) && (t->trig_update_before_row || t->trig_update_after_row ||
+                                 t->trig_update_before_statement || t->trig_update_after_statement)) ||
+         ((writes & kDelete) && (t->trig_delete_before_row || t->trig_delete_after_row ||
+                                 t->trig_delete_before_statement || t->trig_delete_after_statement)) ||
+         ((writes & kInsert) && (t->trig_insert_before_row || t->trig_insert_after_row ||
+                                 t->trig_insert_before_statement || t->trig_insert_after_statement))))
         unexpected_table_shape(table, "it has a trigger");
     if ((*table_out)->rd_rel->relhasrules) unexpected_table_shape(table, "it has a rule");
     if (check_enable_rls(table_oid, InvalidOid, true) == RLS_ENABLED)
         unexpected_table_shape(table, "row level security applies to it");
+    // A row written by hand is formed whole, with no constraint or default
+    // evaluated: what the executor would check or compute is refused.
     TupleConstr* constraints = RelationGetDescr(*table_out)->constr;
-    if (command != CMD_DELETE && constraints != nullptr && constraints->num_check > 0)
-        unexpected_table_shape(table, "it has a CHECK constraint");
-    CheckCmdReplicaIdentity(*table_out, command);
+    if ((writes & (kInsert | kUpdate)) && constraints != nullptr) {
+        if (constraints->num_check > 0) unexpected_table_shape(table, "it has a CHECK constraint");
+        if (constraints->has_generated_stored) unexpected_table_shape(table, "it has a generated column");
+    }
+    if (writes & kUpdate) CheckCmdReplicaIdentity(*table_out, CMD_UPDATE);
+    if (writes & kDelete) CheckCmdReplicaIdentity(*table_out, CMD_DELETE);
+}
+
+void IndexEntries::insert(Relation table, TupleTableSlot* slot, bool update, Snapshot snapshot,
+                          CommandId command) {
+    if (estate == nullptr) {
+        estate = CreateExecutorState();
+        RangeTblEntry* rte = makeNode(RangeTblEntry);
+        rte->rtekind = RTE_RELATION;
+        rte->relid = RelationGetRelid(table);
+        rte->relkind = table->rd_rel->relkind;
+        rte->rellockmode = RowExclusiveLock;
+        ExecInitRangeTable(estate, list_make1(rte));
+        estate->es_snapshot = snapshot;
+        estate->es_output_cid = command;
+        relation = makeNode(ResultRelInfo);
+        InitResultRelInfo(relation, table, 1, nullptr, 0);
+        ExecOpenIndices(relation, false);
+    }
+    if (relation->ri_NumIndices > 0) {
+        List* recheck = ExecInsertIndexTuples(relation, slot, estate, update, /*noDupErr=*/false,
+                                              nullptr, NIL);
+        list_free(recheck);
+    }
+    ResetPerTupleExprContext(estate);
+}
+
+void IndexEntries::close() {
+    if (estate == nullptr) return;
+    ExecCloseIndices(relation);
+    FreeExecutorState(estate);
+    estate = nullptr;
+}
+
+void require_only_columns(Relation table, const char* const* names, int count) {
+    TupleDesc desc = RelationGetDescr(table);
+    for (int i = 0; i < desc->natts; i++) {
+        Form_pg_attribute att = TupleDescAttr(desc, i);
+        if (att->attisdropped) continue;
+        bool known = false;
+        for (int n = 0; n < count && !known; n++) known = strcmp(NameStr(att->attname), names[n]) == 0;
+        if (!known)
+            unexpected_table_shape(RelationGetRelationName(table),
+                                   psprintf("it has a column \"%s\" pg_wf does not write",
+                                            NameStr(att->attname)));
+    }
 }
 
 }  // namespace wf::pg

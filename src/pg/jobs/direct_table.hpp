@@ -9,6 +9,10 @@
 
 #include "pg/base/postgres.hpp"
 
+extern "C" {
+#include "nodes/execnodes.h"
+}
+
 namespace wf::pg {
 
 // A column as pg_wf's SQL script creates it.
@@ -21,15 +25,19 @@ struct ExpectedColumn {
 // Raises 55000: `table` is not as this library expects (`what`).
 [[noreturn]] void unexpected_table_shape(const char* table, const char* what);
 
+// The writes a call makes to a table (a mask): each is checked as the
+// executor checks a statement that makes it.
+enum DirectWrites : int { kReadOnly = 0, kDelete = 1, kInsert = 2, kUpdate = 4 };
+
 // Opens wf.<table><suffix> and its index wf.<index><suffix> (the suffix
-// names a local shard on a distributed pg_wf; "" otherwise) with
-// RowExclusiveLock, after the executor's checks for `command` (CMD_DELETE
-// needs SELECT and DELETE). `columns` must be there, named and typed so;
-// the index must be a btree of the table whose leading keys are the first
-// `index_keys` of them. `function` names the SQL function for the
-// read-only refusal.
+// names a local shard on a distributed pg_wf; "" otherwise), after the
+// executor's checks for `writes` (each needs its privilege, and SELECT
+// always), with RowExclusiveLock (AccessShareLock to read only).
+// `columns` must be there, named and typed so; the index must be a btree
+// of the table whose leading keys are the first `index_keys` of them.
+// `function` names the SQL function for the read-only refusal.
 void open_hot_table(const char* function, const char* table, const char* index, const char* suffix,
-                    CmdType command, const ExpectedColumn* columns, int ncolumns, int index_keys,
+                    int writes, const ExpectedColumn* columns, int ncolumns, int index_keys,
                     Relation* table_out, Relation* index_out);
 
 // Scan keys for row (queue, id) of an index led by (queue, id): wf.job's
@@ -46,5 +54,24 @@ void begin_direct_statement(Snapshot* snapshot, CommandId* command);
 // schema update added come after the others in an updated table, so only
 // the leading key columns are looked up by a fixed number.
 AttrNumber column_number(Relation table, const char* name, Oid type);
+
+// The index entries of rows written by hand, by the executor's own
+// ExecInsertIndexTuples (every index, partial ones evaluated, unique ones
+// checked), with the executor state made at the first row that needs them.
+// Plain C: every member runs inside call().
+struct IndexEntries {
+    EState* estate;
+    ResultRelInfo* relation;
+
+    void init() { estate = nullptr, relation = nullptr; }
+    // Entries for the row in `slot`, just written to `table` as a new row,
+    // or (`update`) as a new version that is not HOT.
+    void insert(Relation table, TupleTableSlot* slot, bool update, Snapshot snapshot, CommandId command);
+    void close();
+};
+
+// Refuses (55000) a table with a column not in `names`: a row inserted by
+// hand sets every column, and one it does not know would get no default.
+void require_only_columns(Relation table, const char* const* names, int count);
 
 }  // namespace wf::pg

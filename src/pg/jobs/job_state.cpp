@@ -4,12 +4,14 @@
 // carries their effects to other jobs.
 #include "pg/jobs/job_state.hpp"
 
+#include <unordered_map>
+
 #include "pg/citus/shard_route.hpp"
 
 #include "core/error.hpp"
 #include "core/retry_policy.hpp"
 #include "pg/jobs/children.hpp"
-#include "pg/jobs/claim_table.hpp"
+#include "pg/jobs/claim_rows.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/job_rows.hpp"
 #include "pg/jobs/ready_set.hpp"
@@ -107,76 +109,36 @@ PreparedStatement insert_batch(
 
 // ------------------------------------------------------------------ claim
 
-// After the ready rows are taken (ready_set.cpp), one statement: record the
-// attempt, its owner and lease in the unlogged claim table, and read the
-// jobs. The job row is only read: removing the ready row is all a claim
-// writes to WAL. The queue is named in every reference to a job table, so
-// the statement can be routed by queue.
-#define WF_CLAIM_SQL(INPUTS) \
-    "WITH picked AS (" \
-    "  SELECT * FROM unnest($7::bigint[], $8::int[], $9::timestamptz[]) AS p(id, priority, run_at))," \
-    /* A ready row's key is its job's own priority and run_at; a row that */ \
-    /* does not match (none should) is used up without handing the job out. */ \
-    " claimed AS (" \
-    /* Each job looked up by its key, one by one (OFFSET 0 keeps the lookup */ \
-    /* apart): whatever the statistics say of the queue, a batch of n costs */ \
-    /* n index probes, never n times the queue's jobs. */ \
-    "  SELECT x.id, x.attempt + 1 AS attempt, x.key," \
-    /* Its max run time (the job's, else the queue's $10) ends its lease. */ \
-    "         $6 + coalesce(x.max_run_time, $10) AS run_deadline" \
-    "    FROM picked, LATERAL (SELECT j.id, j.attempt, j.key, j.max_run_time FROM wf.job j" \
-    "     WHERE j.queue = $1 AND j.id = picked.id AND j.priority = picked.priority" \
-    "       AND j.run_at = picked.run_at AND j.status = 'pending'" \
-    /* A job past its start-by deadline does not start; its ready row is */ \
-    /* used up, and the worker fails it (fail_unstarted_jobs). */ \
-    "       AND (j.start_by IS NULL OR j.attempt > 0 OR j.start_by >= $6) OFFSET 0) AS x)," \
-    " owned AS (" \
-    "  INSERT INTO wf.claim (queue, id, attempt, owner_session, lease, lease_expires_at," \
-    "                        worker, owner_pid, started_at, key, run_deadline)" \
-    "  SELECT $1, id, attempt, $3, $5, least($6 + $5, run_deadline), $2, $4, $6, key," \
-    "         run_deadline FROM claimed" \
-    /* A row some earlier attempt left behind is replaced; one of this */ \
-    /* attempt is never: the claim row is what makes an attempt number */ \
-    /* one owner's, and a job it would hand out twice is not handed out. */ \
-    "  ON CONFLICT (queue, id) DO UPDATE SET attempt = excluded.attempt," \
-    "     owner_session = excluded.owner_session, lease = excluded.lease," \
-    "     lease_expires_at = excluded.lease_expires_at, worker = excluded.worker," \
-    "     owner_pid = excluded.owner_pid, started_at = excluded.started_at," \
-    "     key = excluded.key, run_deadline = excluded.run_deadline" \
-    "   WHERE wf.claim.attempt < excluded.attempt" \
-    "  RETURNING id, attempt, lease_expires_at)" \
-    /* The jobs are read again by key (the same snapshot): joining the two */ \
-    /* CTEs instead would compare every claimed row with every owned one. */ \
-    /* The first kClaimColumns columns are wf_claim's result, in its order. */ \
-    " SELECT j.id, o.attempt, j.queue, j.payload, j.workflow_id, j.step_name, j.priority," \
-    "        j.max_attempts, j.idempotency_key," \
-    /* The results of the jobs it depended on, keyed by step name (or id). */ \
-    "        CASE WHEN j.depends_on IS NOT NULL THEN" INPUTS " END AS inputs," \
-    "        o.lease_expires_at," \
-    /* Checkpoints of earlier attempts (a first claim has none to look for). */ \
-    "        CASE WHEN o.attempt > 1 THEN" \
-    "          (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))" \
-    "             FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = j.id) END AS checkpoints," \
-    "        j.events, j.run_at AS ready_run_at" \
-    "   FROM owned o, LATERAL (SELECT * FROM wf.job j WHERE j.queue = $1 AND j.id = o.id OFFSET 0) AS j"
-#define WF_CLAIM_TYPES \
-    {TEXTOID, TEXTOID, INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID, INT8ARRAYOID, \
-     INT4ARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID}
+// After the ready rows are taken (ready_set.cpp) and the attempts begun
+// (claim_rows.cpp), what a claimed job hands out besides its row, read by
+// one statement for the jobs that have any: the results of the jobs it
+// depended on, keyed by step name (or id), and the checkpoints of earlier
+// attempts. Each job is looked up by its key (OFFSET 0 keeps the lookup
+// apart): whatever the statistics say, a batch of n costs n index probes.
+#define WF_CLAIM_READS_SQL(INPUTS) \
+    "SELECT x.id," \
+    "       CASE WHEN x.inputs THEN" INPUTS " END AS inputs," \
+    "       CASE WHEN x.checkpoints THEN" \
+    "         (SELECT jsonb_object_agg(k.step, coalesce(k.output, 'null'))" \
+    "            FROM wf.checkpoint k WHERE k.queue = $1 AND k.job_id = j.id) END AS checkpoints" \
+    "  FROM unnest($2::bigint[], $3::boolean[], $4::boolean[]) AS x(id, inputs, checkpoints)," \
+    "       LATERAL (SELECT * FROM wf.job j WHERE j.queue = $1 AND j.id = x.id OFFSET 0) AS j"
+#define WF_CLAIM_READS_TYPES {TEXTOID, INT8ARRAYOID, BOOLARRAYOID, BOOLARRAYOID}
 #define WF_SQL_LOCAL_INPUTS \
     " (SELECT jsonb_object_agg(coalesce(p.step_name, p.id::text), coalesce(p.result, 'null'))" \
     "    FROM wf.job p WHERE p.id = ANY (j.depends_on))"
-PreparedStatement claim_statement(WF_CLAIM_SQL(WF_SQL_LOCAL_INPUTS), WF_CLAIM_TYPES);
+PreparedStatement claim_reads(WF_CLAIM_READS_SQL(WF_SQL_LOCAL_INPUTS), WF_CLAIM_READS_TYPES);
 // On a distributed pg_wf, the results of dependencies in other shard
 // groups too, delivered to this one (remote_dependencies.hpp).
-PreparedStatement claim_statement_in_group(
-    WF_CLAIM_SQL(
+PreparedStatement claim_reads_in_group(
+    WF_CLAIM_READS_SQL(
         " (SELECT jsonb_object_agg(i.name, i.result) FROM ("
         "    SELECT coalesce(p.step_name, p.id::text) AS name, coalesce(p.result, 'null') AS result"
         "      FROM wf.job p WHERE p.id = ANY (j.depends_on)"
         "    UNION ALL"
         "    SELECT r.name, coalesce(r.result, 'null') FROM wf.remote_input r"
         "     WHERE r.child_queue = j.queue AND r.child_id = j.id) AS i)"),
-    WF_CLAIM_TYPES);
+    WF_CLAIM_READS_TYPES);
 
 PreparedStatement count_running_statement(
     "SELECT count(*) AS running FROM wf.claim c JOIN wf.job j ON j.queue = $1 AND j.id = c.id"
@@ -664,10 +626,15 @@ PreparedStatement fail_unstarted(
     "     AND (e.status = 'blocked' OR (e.queue, e.id) IN (SELECT queue, id FROM unready)"
     "          OR (e.queue, e.id) NOT IN (SELECT queue, id FROM had_ready))"
     "  RETURNING j.queue, j.id, j.status, j.workflow_id, j.child_of)"
-    // One row per job failed, or one with id NULL; each with skipped_from.
+    // One row per job failed, or one with id NULL; each with skipped_from:
+    // the earliest deadline of a job skipped, or left to a claim that held
+    // its ready row (looked at again: a claim that finds the job too late
+    // uses the row up without starting it, and the next pass fails it).
     " SELECT f.queue, f.id, f.status, f.workflow_id, f.child_of, s.skipped_from"
     "   FROM (SELECT min(start_by) AS skipped_from FROM candidate c"
-    "          WHERE (c.queue, c.id) NOT IN (SELECT queue, id FROM expired)) AS s"
+    "          WHERE (c.queue, c.id) NOT IN (SELECT queue, id FROM expired)"
+    "             OR ((c.queue, c.id) IN (SELECT queue, id FROM had_ready)"
+    "                 AND (c.queue, c.id) NOT IN (SELECT queue, id FROM unready))) AS s"
     "   LEFT JOIN failed f ON true",
     {TIMESTAMPTZOID, TIMESTAMPTZOID});
 
@@ -798,6 +765,42 @@ int64 fail_unstarted_jobs(std::vector<int64>* finished) {
 
 // ------------------------------------------------------------------ claim
 
+namespace {
+
+// Fills in the inputs and checkpoints of the claimed jobs that have any to
+// read (claim_rows.hpp leaves them NULL): one statement for all of them,
+// none when no job has any (a plain queue's claim runs no SQL).
+void read_inputs_and_checkpoints(Datum queue, std::vector<ClaimedJob>* jobs) {
+    std::vector<Datum> ids, inputs, checkpoints;
+    std::unordered_map<int64, size_t> where;
+    for (size_t i = 0; i < jobs->size(); i++) {
+        const ClaimedJob& job = (*jobs)[i];
+        if (!job.reads_inputs && !job.reads_checkpoints) continue;
+        where[job.id] = i;
+        ids.push_back(Int64GetDatum(job.id));
+        inputs.push_back(BoolGetDatum(job.reads_inputs));
+        checkpoints.push_back(BoolGetDatum(job.reads_checkpoints));
+    }
+    if (ids.empty()) return;
+    std::vector<bool> no_nulls(ids.size(), false);
+    Params<4> p;
+    p.set(0, queue);
+    p.set(1, datum_array(ids, no_nulls, INT8OID));
+    p.set(2, datum_array(inputs, no_nulls, BOOLOID));
+    p.set(3, datum_array(checkpoints, no_nulls, BOOLOID));
+    Rows rows = (routed_with_cross_group_dependencies() ? claim_reads_in_group : claim_reads)
+                    .execute(p.values, p.nulls);
+    for (uint64 r = 0; r < rows.size(); r++) {
+        ClaimedJob& job = (*jobs)[where.at(rows.int64_at(r, "id"))];
+        job.nulls[kClaimInputs] = rows.is_null(r, "inputs");
+        if (!job.nulls[kClaimInputs]) job.values[kClaimInputs] = rows.datum(r, "inputs");
+        job.nulls[kClaimCheckpoints] = rows.is_null(r, "checkpoints");
+        if (!job.nulls[kClaimCheckpoints]) job.values[kClaimCheckpoints] = rows.datum(r, "checkpoints");
+    }
+}
+
+}  // namespace
+
 std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int limit,
                                    const FlowControl* flow, long* retry_after_ms,
                                    const std::vector<Datum>* versions) {
@@ -827,46 +830,8 @@ std::vector<ClaimedJob> claim_jobs(Datum queue, const ClaimOwner& owner, int lim
     }
     if (ready.empty()) return jobs;
     count(text_view(queue), Metric::claimed, static_cast<int64>(ready.size()));
-    std::vector<Datum> ids, priorities, run_ats;
-    for (const ReadyRow& r : ready) {
-        ids.push_back(Int64GetDatum(r.id));
-        priorities.push_back(Int32GetDatum(r.priority));
-        run_ats.push_back(TimestampTzGetDatum(r.run_at));
-    }
-    std::vector<bool> no_nulls(ready.size(), false);
-
-    Params<10> p;
-    p.set(0, queue);
-    p.set(1, owner.worker);
-    p.set(2, Int64GetDatum(session_owner_key()));
-    p.set(3, Int32GetDatum(MyProcPid));
-    p.set_or_null(4, !owner.lease, owner.lease ? IntervalPGetDatum(&*owner.lease) : 0);
-    p.set(5, now);
-    p.set(6, datum_array(ids, no_nulls, INT8OID));
-    p.set(7, datum_array(priorities, no_nulls, INT4OID));
-    p.set(8, datum_array(run_ats, no_nulls, TIMESTAMPTZOID));
-    p.set_or_null(9, !owner.max_run_time,
-                  owner.max_run_time ? IntervalPGetDatum(&*owner.max_run_time) : 0);
-    Rows claimed = (routed_with_cross_group_dependencies() ? claim_statement_in_group : claim_statement)
-                       .execute(p.values, p.nulls);
-    if (claimed.empty()) {
-        // An empty claim in a long wait: nothing to keep until SPI_finish.
-        claimed.free();
-        return jobs;
-    }
-    int run_at_column = claimed.position("ready_run_at");
-    jobs.resize(claimed.size());
-    SPITupleTable* table = claimed.table();
-    for (uint64 r = 0; r < claimed.size(); r++) {
-        ClaimedJob& job = jobs[r];
-        for (int c = 0; c < kClaimColumns; c++)
-            job.values[c] = SPI_getbinval(table->vals[r], table->tupdesc, c + 1, &job.nulls[c]);
-        bool isnull;
-        job.id = DatumGetInt64(job.values[0]);
-        job.priority = DatumGetInt32(job.values[6]);
-        job.run_at = DatumGetTimestampTz(
-            SPI_getbinval(table->vals[r], table->tupdesc, run_at_column, &isnull));
-    }
+    jobs = start_attempts(queue, owner, DatumGetTimestampTz(now), ready);
+    read_inputs_and_checkpoints(queue, &jobs);
     std::sort(jobs.begin(), jobs.end(), [](const ClaimedJob& a, const ClaimedJob& b) {
         if (a.priority != b.priority) return a.priority > b.priority;
         if (a.run_at != b.run_at) return a.run_at < b.run_at;

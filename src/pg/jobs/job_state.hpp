@@ -171,13 +171,22 @@ void hold_dedup_key(Datum queue, Datum dedup_key, int64 id);
 bool replace_ready_job(Datum queue, int64 id, Datum payload, std::optional<Datum> run_at);
 
 // ---- claim: pending -> running ----
-constexpr int kClaimColumns = 13;  // wf_claim's result columns
+// wf_claim's result columns, in order.
+enum ClaimColumn : int {
+    kClaimId, kClaimAttempt, kClaimQueue, kClaimPayload, kClaimWorkflowId, kClaimStepName,
+    kClaimPriority, kClaimMaxAttempts, kClaimIdempotencyKey, kClaimInputs, kClaimLeaseExpiresAt,
+    kClaimCheckpoints, kClaimEvents, kClaimColumns
+};
 struct ClaimedJob {
     Datum values[kClaimColumns];
     bool nulls[kClaimColumns];
     int32 priority;
     TimestampTz run_at;
     int64 id;
+    // Still to read: the results of the jobs it depends on (it has
+    // depends_on), the checkpoints of earlier attempts (not its first).
+    bool reads_inputs;
+    bool reads_checkpoints;
 };
 struct ClaimOwner {
     Datum worker;                 // text

@@ -52,7 +52,7 @@ void open_ready_set(ReadyIndex which, Relation* table, Relation* index) {
     ShardGroup* group = current_shard_group();
     open_hot_table("wf_claim", "ready",
                    by_key ? "ready_key_order" : by_version ? "ready_version_order" : "ready_claim_order",
-                   group != nullptr ? group->ready_suffix.c_str() : "", CMD_DELETE, kReadyColumns,
+                   group != nullptr ? group->ready_suffix.c_str() : "", kDelete, kReadyColumns,
                    lengthof(kReadyColumns), 1, table, index);
     // The key and version orders compare their second column as bytes.
     if ((by_key || by_version) &&

@@ -1,0 +1,169 @@
+// Attempts begun by hand (claim_rows.hpp). For each ready row taken: its
+// job row is read through job_pkey at the claim's snapshot (only read: the
+// ready row, deleted by this claim, is what makes the job this claim's),
+// checked against the ready row, and the attempt's claim row inserted
+// (claim_table.hpp). The executor's checks are made once per call
+// (direct_table.hpp).
+#include "pg/jobs/claim_rows.hpp"
+
+#include "pg/base/guard.hpp"
+#include "pg/jobs/claim_table.hpp"
+#include "pg/jobs/direct_table.hpp"
+#include "pg/jobs/job_table.hpp"
+#include "pg/runtime/ownership.hpp"
+
+extern "C" {
+#include "executor/tuptable.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+}
+
+namespace wf::pg {
+namespace {
+
+// The columns of wf.job a claim reads, found by name (an updated table has
+// its added columns last).
+struct ClaimReadColumns {
+    AttrNumber payload, workflow_id, step_name, priority, max_attempts, idempotency_key, events,
+        depends_on, status, attempt, run_at, start_by, max_run_time, key;
+
+    explicit ClaimReadColumns(Relation t)
+        : payload(column_number(t, "payload", JSONBOID)),
+          workflow_id(column_number(t, "workflow_id", UUIDOID)),
+          step_name(column_number(t, "step_name", TEXTOID)),
+          priority(column_number(t, "priority", INT4OID)),
+          max_attempts(column_number(t, "max_attempts", INT4OID)),
+          idempotency_key(column_number(t, "idempotency_key", TEXTOID)),
+          events(column_number(t, "events", JSONBOID)),
+          depends_on(column_number(t, "depends_on", INT8ARRAYOID)),
+          status(column_number(t, "status", TEXTOID)),
+          attempt(column_number(t, "attempt", INT4OID)),
+          run_at(column_number(t, "run_at", TIMESTAMPTZOID)),
+          start_by(column_number(t, "start_by", TIMESTAMPTZOID)),
+          max_run_time(column_number(t, "max_run_time", INTERVALOID)),
+          key(column_number(t, "key", TEXTOID)) {}
+};
+
+bool text_is(Datum value, const char* expected) {
+    text* t = DatumGetTextPP(value);
+    size_t length = strlen(expected);
+    return VARSIZE_ANY_EXHDR(t) == length && memcmp(VARDATA_ANY(t), expected, length) == 0;
+}
+
+Datum plus(Datum at, const Interval* interval) {
+    return DirectFunctionCall2(timestamptz_pl_interval, at, PointerGetDatum(interval));
+}
+
+}  // namespace
+
+std::vector<ClaimedJob> start_attempts(Datum queue, const ClaimOwner& owner, TimestampTz now,
+                                       const std::vector<ReadyRow>& ready) {
+    std::vector<ClaimedJob> jobs(ready.size());
+    const ReadyRow* rows = ready.data();
+    ClaimedJob* claimed = jobs.data();
+    size_t count = ready.size();
+    const Interval* lease = owner.lease ? &*owner.lease : nullptr;
+    const Interval* queue_max_run_time = owner.max_run_time ? &*owner.max_run_time : nullptr;
+    int64 owner_session = session_owner_key();
+    size_t n = call([&] {
+        MemoryContext results = CurrentMemoryContext;
+        JobTable jobs_table;
+        ClaimTable claims;
+        jobs_table.open(queue, "wf_claim", kReadOnly);
+        claims.open(queue, "wf_claim", kInsert | kDelete);
+        const ClaimReadColumns at(jobs_table.table);
+        TupleTableSlot* job = jobs_table.found;
+        Datum now_datum = TimestampTzGetDatum(now);
+        // The claim row's values, freed job by job.
+        MemoryContext per_job = AllocSetContextCreate(CurrentMemoryContext, "pg_wf claim",
+                                                      ALLOCSET_DEFAULT_SIZES);
+        size_t started = 0;
+        for (size_t i = 0; i < count; i++) {
+            MemoryContextReset(per_job);
+            const ReadyRow& r = rows[i];
+            if (!jobs_table.find(r.id)) continue;
+            bool isnull, start_by_null;
+            // A ready row's key is its job's own priority and run_at; a row
+            // that does not match (none should) is used up.
+            if (DatumGetInt32(slot_getattr(job, at.priority, &isnull)) != r.priority ||
+                DatumGetTimestampTz(slot_getattr(job, at.run_at, &isnull)) != r.run_at)
+                continue;
+            Datum status = slot_getattr(job, at.status, &isnull);
+            if (isnull || !text_is(status, "pending")) continue;
+            int32 last_attempt = DatumGetInt32(slot_getattr(job, at.attempt, &isnull));
+            Datum start_by = slot_getattr(job, at.start_by, &start_by_null);
+            // A job past its start-by time does not start: the worker fails it.
+            if (!start_by_null && last_attempt == 0 && DatumGetTimestampTz(start_by) < now) continue;
+
+            NewClaim c{};
+            c.id = r.id;
+            c.attempt = last_attempt + 1;
+            c.owner_session = owner_session;
+            c.owner_pid = MyProcPid;
+            c.worker = owner.worker;
+            c.lease = lease;
+            c.started_at = now_datum;
+            c.key = slot_getattr(job, at.key, &c.key_null);
+            // Its max run time (the job's, else the queue's) ends its lease.
+            bool own_max_null;
+            Datum own_max = slot_getattr(job, at.max_run_time, &own_max_null);
+            const Interval* max_run_time =
+                own_max_null ? queue_max_run_time : DatumGetIntervalP(own_max);
+            c.run_deadline_null = max_run_time == nullptr;
+            if (!c.run_deadline_null) c.run_deadline = plus(now_datum, max_run_time);
+            // least(now + lease, run_deadline), as least() skips NULLs.
+            c.lease_expires_at_null = lease == nullptr && c.run_deadline_null;
+            if (lease != nullptr) {
+                c.lease_expires_at = plus(now_datum, lease);
+                if (!c.run_deadline_null &&
+                    DatumGetTimestampTz(c.run_deadline) < DatumGetTimestampTz(c.lease_expires_at))
+                    c.lease_expires_at = c.run_deadline;
+            } else if (!c.run_deadline_null) {
+                c.lease_expires_at = c.run_deadline;
+            }
+            if (!claims.begin(c, per_job)) continue;
+
+            // The job as wf_claim hands it out, copied out of the slot.
+            ClaimedJob& out = claimed[started++];
+            MemoryContext outer = MemoryContextSwitchTo(results);
+            auto copy = [&](int column, AttrNumber from, bool by_value, int length) {
+                Datum value = slot_getattr(job, from, &out.nulls[column]);
+                out.values[column] = out.nulls[column] ? 0 : datumCopy(value, by_value, length);
+            };
+            out.id = r.id;
+            out.priority = r.priority;
+            out.run_at = r.run_at;
+            out.values[kClaimId] = Int64GetDatum(r.id);
+            out.nulls[kClaimId] = false;
+            out.values[kClaimAttempt] = Int32GetDatum(c.attempt);
+            out.nulls[kClaimAttempt] = false;
+            out.values[kClaimQueue] = queue;
+            out.nulls[kClaimQueue] = false;
+            copy(kClaimPayload, at.payload, false, -1);
+            copy(kClaimWorkflowId, at.workflow_id, false, UUID_LEN);
+            copy(kClaimStepName, at.step_name, false, -1);
+            out.values[kClaimPriority] = Int32GetDatum(r.priority);
+            out.nulls[kClaimPriority] = false;
+            copy(kClaimMaxAttempts, at.max_attempts, true, sizeof(int32));
+            copy(kClaimIdempotencyKey, at.idempotency_key, false, -1);
+            out.nulls[kClaimInputs] = true;
+            out.values[kClaimLeaseExpiresAt] = c.lease_expires_at;
+            out.nulls[kClaimLeaseExpiresAt] = c.lease_expires_at_null;
+            out.nulls[kClaimCheckpoints] = true;
+            copy(kClaimEvents, at.events, false, -1);
+            MemoryContextSwitchTo(outer);
+            out.reads_inputs = !slot_attisnull(job, at.depends_on);
+            out.reads_checkpoints = c.attempt > 1;
+        }
+        MemoryContextDelete(per_job);
+        claims.close();
+        jobs_table.close();
+        return started;
+    });
+    jobs.resize(n);
+    return jobs;
+}
+
+}  // namespace wf::pg

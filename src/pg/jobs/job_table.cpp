@@ -1,0 +1,104 @@
+// wf.job by hand (job_table.hpp): a point lookup in job_pkey, a tuple lock
+// and a heap update, with the executor's index maintenance when the update
+// is not HOT.
+#include "pg/jobs/job_table.hpp"
+
+#include "pg/citus/shard_route.hpp"
+
+extern "C" {
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+}
+
+namespace wf::pg {
+namespace {
+
+// wf.job's key (sql/pg_wf.sql); its other columns are found by name.
+constexpr AttrNumber kQueue = 1, kId = 2;
+const ExpectedColumn kJobKey[] = {{kQueue, "queue", TEXTOID}, {kId, "id", INT8OID}};
+
+}  // namespace
+
+void JobTable::open(Datum queue_text, const char* function, int writes) {
+    queue = queue_text;
+    entries.init();
+    ShardGroup* group = current_shard_group();
+    open_hot_table(function, "job", "job_pkey", group != nullptr ? group->job_suffix.c_str() : "",
+                   writes, kJobKey, lengthof(kJobKey), 2, &table, &index);
+    begin_direct_statement(&snapshot, &command);
+    scan = index_beginscan(table, index, snapshot, 2, 0);
+    found = table_slot_create(table, nullptr);
+    locked = table_slot_create(table, nullptr);
+    next = MakeSingleTupleTableSlot(RelationGetDescr(table), &TTSOpsHeapTuple);
+}
+
+void JobTable::close() {
+    entries.close();
+    ExecDropSingleTupleTableSlot(next);
+    ExecDropSingleTupleTableSlot(locked);
+    ExecDropSingleTupleTableSlot(found);
+    index_endscan(scan);
+    UnregisterSnapshot(snapshot);
+    index_close(index, NoLock);
+    table_close(table, NoLock);
+}
+
+bool JobTable::find(int64 id) {
+    ScanKeyData keys[2];
+    queue_id_keys(index, queue, id, keys);
+    index_rescan(scan, keys, 2, nullptr, 0);
+    return index_getnext_slot(scan, ForwardScanDirection, found);
+}
+
+bool JobTable::lock(int64 id) {
+    if (!find(id)) return false;
+    // In READ COMMITTED a row changed since the snapshot is followed to
+    // its latest version (EvalPlanQual's way); a transaction snapshot
+    // cannot see past it.
+    bool follow = !IsolationUsesXactSnapshot();
+    TM_FailureData failure;
+    TM_Result result = table_tuple_lock(table, &found->tts_tid, snapshot, locked, command,
+                                        LockTupleNoKeyExclusive, LockWaitBlock,
+                                        follow ? TUPLE_LOCK_FLAG_FIND_LAST_VERSION : 0, &failure);
+    switch (result) {
+        case TM_Ok:
+            return true;
+        case TM_SelfModified:  // this call changed it already
+            return false;
+        case TM_Updated:
+        case TM_Deleted:
+            if (IsolationUsesXactSnapshot())
+                ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                                errmsg("could not serialize access due to concurrent %s",
+                                       result == TM_Updated ? "update" : "delete")));
+            return false;  // deleted meanwhile (retention, a cancel's purge)
+        default:
+            elog(ERROR, "unexpected table_tuple_lock status: %d", static_cast<int>(result));
+    }
+}
+
+void JobTable::update(Datum* values, bool* nulls, MemoryContext row_context) {
+    MemoryContext outer = MemoryContextSwitchTo(row_context);
+    HeapTuple tuple = heap_form_tuple(RelationGetDescr(table), values, nulls);
+    MemoryContextSwitchTo(outer);
+    ExecStoreHeapTuple(tuple, next, true);  // cleared before row_context is reset
+    TM_FailureData failure;
+    LockTupleMode mode;
+    bool update_indexes;
+    TM_Result result = table_tuple_update(table, &locked->tts_tid, next, command, snapshot,
+                                          InvalidSnapshot, /*wait=*/true, &failure, &mode,
+                                          &update_indexes);
+    // The row is locked by this transaction: nobody else can change it.
+    if (result != TM_Ok)
+        elog(ERROR, "unexpected table_tuple_update status: %d", static_cast<int>(result));
+    if (update_indexes) entries.insert(table, next, /*update=*/true, snapshot, command);
+}
+
+}  // namespace wf::pg

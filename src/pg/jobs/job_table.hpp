@@ -1,0 +1,46 @@
+// wf.job's rows found, locked and updated by key without the executor
+// (job_rows.cpp's completion, claim_rows.cpp's claim).
+#pragma once
+
+#include "pg/base/postgres.hpp"
+#include "pg/jobs/direct_table.hpp"
+
+extern "C" {
+#include "access/genam.h"
+}
+
+namespace wf::pg {
+
+// wf.job of one queue, open for one call: the executor's checks are made
+// once (direct_table.hpp), then each row costs one descent of job_pkey
+// through one index scan, rescanned. Plain C: every member runs inside
+// call().
+struct JobTable {
+    Relation table;
+    Relation index;  // job_pkey
+    Snapshot snapshot;
+    CommandId command;
+    IndexScanDesc scan;      // of job_pkey, rescanned for each job
+    TupleTableSlot* found;   // the row as the snapshot sees it
+    TupleTableSlot* locked;  // its latest version, locked
+    TupleTableSlot* next;    // the version written
+    Datum queue;
+    IndexEntries entries;  // of updates that are not HOT
+
+    // `writes`: direct_table.hpp's mask (kReadOnly or kUpdate).
+    void open(Datum queue_text, const char* function, int writes);
+    void close();
+    // Job `id` as the snapshot sees it, in `found`; false if there is none.
+    bool find(int64 id);
+    // Job `id` locked as an UPDATE locks it, its latest version in `locked`;
+    // false if there is none (gone, or already changed by this call). As
+    // the executor: a row another transaction is changing is waited for; in
+    // READ COMMITTED its latest version is taken, in REPEATABLE READ or
+    // SERIALIZABLE its change is a serialization failure (40001).
+    bool lock(int64 id);
+    // Writes `values`/`nulls` as the locked row's new version (formed in
+    // `row_context`), with its index entries when the update is not HOT.
+    void update(Datum* values, bool* nulls, MemoryContext row_context);
+};
+
+}  // namespace wf::pg
