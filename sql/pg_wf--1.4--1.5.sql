@@ -135,7 +135,10 @@ GRANT SELECT ON wf.key_stats TO PUBLIC;
 
 -- Three functions take new arguments. The roles that could run the old
 -- ones (wf_grant gave them EXECUTE) can run the new ones.
-CREATE TEMPORARY TABLE wf_old_grants AS
+-- A table of the schema, dropped below, not a temporary one: on Citus the
+-- script also runs on the workers inside a prepared transaction, which
+-- may not touch temporary objects.
+CREATE TABLE wf._old_grants AS
 SELECT p.proname::text AS name, a.grantee::regrole::text AS grantee
   FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
  WHERE p.oid IN ('wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[])'::pg_catalog.regprocedure,
@@ -190,7 +193,7 @@ DO $$
 DECLARE
   g record;
 BEGIN
-  FOR g IN SELECT name, grantee FROM wf_old_grants LOOP
+  FOR g IN SELECT name, grantee FROM wf._old_grants LOOP
     EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s',
       CASE g.name
         WHEN 'wf_enqueue' THEN 'wf_enqueue(text, jsonb, timestamptz, int, int, text, uuid, text, bigint[], text, text, text, interval, timestamptz)'
@@ -199,7 +202,7 @@ BEGIN
       END, g.grantee);
   END LOOP;
 END $$;
-DROP TABLE wf_old_grants;
+DROP TABLE wf._old_grants;
 -- Privileges granted by an extension's script are recorded as its initial
 -- privileges, which pg_dump leaves out. Those grants belong to the roles,
 -- not to pg_wf: the initial privileges of the three functions are what a
