@@ -46,12 +46,6 @@ struct ClaimReadColumns {
           key(column_number(t, "key", TEXTOID)) {}
 };
 
-bool text_is(Datum value, const char* expected) {
-    text* t = DatumGetTextPP(value);
-    size_t length = strlen(expected);
-    return VARSIZE_ANY_EXHDR(t) == length && memcmp(VARDATA_ANY(t), expected, length) == 0;
-}
-
 Datum plus(Datum at, const Interval* interval) {
     return DirectFunctionCall2(timestamptz_pl_interval, at, PointerGetDatum(interval));
 }

@@ -162,6 +162,12 @@ void IndexEntries::close() {
     estate = nullptr;
 }
 
+bool text_is(Datum value, const char* expected) {
+    text* t = DatumGetTextPP(value);
+    size_t length = strlen(expected);
+    return VARSIZE_ANY_EXHDR(t) == length && memcmp(VARDATA_ANY(t), expected, length) == 0;
+}
+
 void require_only_columns(Relation table, const char* const* names, int count) {
     TupleDesc desc = RelationGetDescr(table);
     for (int i = 0; i < desc->natts; i++) {

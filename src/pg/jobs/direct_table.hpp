@@ -70,6 +70,9 @@ struct IndexEntries {
     void close();
 };
 
+// Whether text datum `value` (a status read from a row) is `expected`.
+bool text_is(Datum value, const char* expected);
+
 // Refuses (55000) a table with a column not in `names`: a row inserted by
 // hand sets every column, and one it does not know would get no default.
 void require_only_columns(Relation table, const char* const* names, int count);

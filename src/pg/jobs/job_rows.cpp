@@ -41,12 +41,6 @@ struct CompletionColumns {
           child_of(column_number(t, "child_of", INT8OID)) {}
 };
 
-bool text_is(Datum value, const char* expected) {
-    text* t = DatumGetTextPP(value);
-    size_t length = strlen(expected);
-    return VARSIZE_ANY_EXHDR(t) == length && memcmp(VARDATA_ANY(t), expected, length) == 0;
-}
-
 }  // namespace
 
 size_t complete_running_attempts(const char* function, Datum queue,
