@@ -146,3 +146,81 @@ SELECT round(extract(epoch FROM lease_expires_at - now())) AS lease_s
 SELECT round(extract(epoch FROM run_deadline - started_at)) AS run_s, lease,
        round(extract(epoch FROM lease_expires_at - started_at)) AS lease_s
   FROM wf.claim WHERE queue = 'cl_checks';
+
+-- Enqueues insert jobs and ready rows without the executor too
+-- (job_inserts.cpp), with its checks: a job table with a column the
+-- library does not write is refused with 55000, a NOT NULL added by hand
+-- with 23502, pg_wf's role without INSERT on wf.job or wf.ready enqueues
+-- nothing (42501), a read-only transaction is refused with 25006; nothing
+-- is left behind.
+BEGIN;
+ALTER TABLE wf.job ADD COLUMN note text NOT NULL DEFAULT 'x';
+SELECT try_sql($$SELECT wf_enqueue('in_checks', '{}')$$) AS unknown_column;
+SELECT try_sql($$SELECT wf_enqueue_batch('in_checks', '[{}, {}]')$$) AS unknown_column_batch;
+ROLLBACK;
+BEGIN;
+UPDATE wf.job SET worker = 'w' WHERE worker IS NULL;
+ALTER TABLE wf.job ALTER COLUMN worker SET NOT NULL;
+SELECT try_sql($$SELECT wf_enqueue('in_checks', '{}')$$) AS worker_not_null;
+ROLLBACK;
+BEGIN;
+ALTER TABLE wf.ready ADD COLUMN note text;
+SELECT try_sql($$SELECT wf_enqueue_batch('in_checks', '[{}]')$$) AS unknown_ready_column;
+ROLLBACK;
+BEGIN;
+REVOKE INSERT ON wf.job FROM wf_owner;
+SELECT try_sql($$SELECT wf_enqueue('in_checks', '{}')$$) AS without_insert_on_job;
+ROLLBACK;
+BEGIN;
+REVOKE INSERT ON wf.ready FROM wf_owner;
+SELECT try_sql($$SELECT wf_enqueue_batch('in_checks', '[{}]')$$) AS without_insert_on_ready;
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT try_sql($$SELECT wf_enqueue('in_checks', '{}')$$) AS read_only;
+SELECT try_sql($$SELECT wf_enqueue_batch('in_checks', '[{}]')$$) AS read_only_batch;
+ROLLBACK;
+SELECT (SELECT count(*) FROM wf.job WHERE queue = 'in_checks') AS jobs,
+       (SELECT count(*) FROM wf.ready WHERE queue = 'in_checks') AS ready;
+-- What the SQL insert set, the rows formed by hand set too: defaults,
+-- the job's own run_at and priority in its ready row, keys and versions;
+-- a batch longer than one multi-insert (1,000 rows) keeps its order.
+BEGIN;
+SELECT wf_enqueue('in_checks', '{"a": 1}', priority => 3, run_at => now() + interval '1 hour',
+                  key => 'k1', max_run_time => '5 minutes', version => 'v2') AS e1 \gset
+SELECT status, attempt, attempt_budget = max_attempts AS budget, created_at = now() AS created_now,
+       run_at - now() AS delay, priority, pending_deps, has_dependents, cancel_requested,
+       key, max_run_time, finished_at IS NULL AS unfinished, payload
+  FROM wf.job WHERE queue = 'in_checks' AND id = :e1;
+COMMIT;
+SELECT r.priority, r.run_at = j.run_at AS same_run_at, r.key, r.version, j.version AS job_version
+  FROM wf.ready r JOIN wf.job j USING (queue, id) WHERE r.queue = 'in_checks' AND r.id = :e1;
+SELECT count(*) AS ids, bool_and(id > :e1) AS after,
+       count(DISTINCT id) AS distinct_ids
+  FROM wf_enqueue_batch('in_checks',
+                        (SELECT jsonb_agg(jsonb_build_object('n', g)) FROM generate_series(1, 2500) g),
+                        (SELECT array_agg(CASE WHEN g % 3 = 0 THEN NULL ELSE 'k' || (g % 7) END)
+                           FROM generate_series(1, 2500) g)) AS id;
+SELECT count(*) AS jobs, count(r.id) AS ready, count(j.key) AS with_key,
+       bool_and(r.key IS NOT DISTINCT FROM j.key) AS ready_keys_match,
+       bool_and((j.payload->>'n')::int = j.id - (SELECT min(id) - 1 FROM wf.job
+                                                   WHERE queue = 'in_checks' AND id > :e1)) AS in_order,
+       bool_and(j.key IS NOT DISTINCT FROM CASE WHEN (j.payload->>'n')::int % 3 = 0 THEN NULL
+                                                ELSE 'k' || ((j.payload->>'n')::int % 7) END) AS keys_in_place
+  FROM wf.job j LEFT JOIN wf.ready r USING (queue, id)
+ WHERE j.queue = 'in_checks' AND j.id > :e1;
+-- A blocked job (its dependency runs) gets no ready row; a cancelled one
+-- (its dependency failed) is finished at once.
+SELECT wf_enqueue('in_deps', '{}') AS d1 \gset
+SELECT id FROM wf_claim('in_deps') \gset
+SELECT wf_enqueue('in_deps', '{}', depends_on => ARRAY[:d1]) AS d2 \gset
+SELECT status, pending_deps, depends_on = ARRAY[:d1]::bigint[] AS depends,
+       (SELECT count(*) FROM wf.ready r WHERE r.queue = 'in_deps' AND r.id = j.id) AS ready
+  FROM wf.job j WHERE queue = 'in_deps' AND id = :d2;
+SELECT wf_fail('in_deps', :d1, 1, 'boom', permanent => true) AS d1_status;
+BEGIN;
+SELECT wf_enqueue('in_deps', '{}', depends_on => ARRAY[:d1]) AS d3 \gset
+SELECT status, last_error = format('dependency job %s failed', :d1) AS error_names_d1,
+       cancelled_by = :d1 AS by_d1, finished_at = now() AS finished_now,
+       (SELECT count(*) FROM wf.ready r WHERE r.queue = 'in_deps' AND r.id = j.id) AS ready
+  FROM wf.job j WHERE queue = 'in_deps' AND id = :d3;
+COMMIT;

@@ -1,9 +1,11 @@
-# The claim, the completion and the end of claims write pg_wf's tables
-# without the executor (src/pg/jobs/ready_set.cpp, job_rows.cpp,
-# claim_table.cpp). What the executor did for free must still happen:
+# The enqueue, the claim, the completion and the end of claims write
+# pg_wf's tables without the executor (src/pg/jobs/job_inserts.cpp,
+# ready_set.cpp, job_rows.cpp, claim_table.cpp). What the executor did for
+# free must still happen:
 # - the writes reach logical decoding, so a publication (or Citus moving a
-#   shard) replicates them: each ready row's delete with its replica
-#   identity, each job row's update with its new status and result;
+#   shard) replicates them: each new job and ready row, each ready row's
+#   delete with its replica identity, each job row's update with its new
+#   status and result;
 # - with a publication FOR ALL TABLES, whose replica identity checks the
 #   executor makes for every write, the whole life of a job still runs;
 # - a standby refuses them like any write.
@@ -33,6 +35,10 @@ is( $node->safe_psql('postgres', q{
 
 my @changes = split /\n/, $node->safe_psql('postgres',
 	"SELECT data FROM pg_logical_slot_get_changes('decoded', NULL, NULL) WHERE data LIKE 'table wf.%'");
+is(scalar(grep { /^table wf\.job: INSERT: queue\[text\]:'dw' id\[bigint\]:\d+ .*status\[text\]:'pending'.*payload\[jsonb\]:'[123]'/ } @changes),
+	3, 'each new job row of the batch is decoded');
+is(scalar(grep { /^table wf\.ready: INSERT: queue\[text\]:'dw' priority\[integer\]:0 run_at\[timestamp with time zone\]:'[^']+' id\[bigint\]:\d+ key\[text\]:null version\[text\]:null$/ } @changes),
+	3, 'and each new ready row');
 is(scalar(grep { /^table wf\.ready: DELETE: queue\[text\]:'dw' priority\[integer\]:0 run_at\[timestamp with time zone\]:'[^']+' id\[bigint\]:\d+$/ } @changes),
 	3, 'each claim\'s delete of a ready row is decoded, named by its replica identity');
 is(scalar(grep { /^table wf\.job: UPDATE: .*status\[text\]:'done'.*result\[jsonb\]:'"(one|two|three)"'/ } @changes),
@@ -69,6 +75,24 @@ $node->safe_psql('postgres', q{
 	SELECT count(*) FROM wf_enqueue_batch('dw_keys', (SELECT jsonb_agg(g) FROM generate_series(1, 300) g),
 	                                      keys => (SELECT array_agg(CASE WHEN g % 3 = 0 THEN NULL ELSE 'k' || g % 3 END)
 	                                                 FROM generate_series(1, 300) g))});
+# Enqueues insert job and ready rows by hand, a batch at a time, with the
+# executor's index maintenance: every index of both tables has every row
+# it should (the partial ones those with a key, a version).
+$node->safe_psql('postgres', q{
+	SELECT wf_enqueue('dw_new', jsonb_build_object('v', g), key => 'k' || g % 2, version => 'v' || g % 3)
+	  FROM generate_series(1, 30) g;
+	SELECT count(*) FROM wf_enqueue_batch('dw_new', (SELECT jsonb_agg(g) FROM generate_series(1, 1500) g),
+	                                      keys => (SELECT array_agg(CASE WHEN g % 3 = 0 THEN NULL ELSE 'k' || g % 3 END)
+	                                                 FROM generate_series(1, 1500) g))});
+is( $node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_index i, bt_index_check(i.indexrelid, heapallindexed => true)
+	 WHERE i.indrelid IN ('wf.job'::regclass, 'wf.ready'::regclass);
+	SET enable_seqscan = off; SET enable_bitmapscan = off;
+	SELECT count(*) FROM wf.ready WHERE queue = 'dw_new' AND version = 'v1';
+	SELECT count(*) FROM wf.ready WHERE queue = 'dw_new' AND key = 'k1';
+	SELECT count(*) FROM wf.job WHERE queue = 'dw_new' AND key = 'k2';
+	SELECT count(*) FROM wf.job WHERE id IN (SELECT id FROM wf.ready WHERE queue = 'dw_new')}),
+	"9\n10\n515\n500\n1530", 'new jobs are in every index of wf.job and wf.ready');
 my @claim_checks = split /\n/, $node->safe_psql('postgres', q{
 	SELECT count(*) FROM wf_claim('dw_keys', max_jobs => 200) \gset
 	SELECT count(*) FROM wf_claim('dw_keys', max_jobs => 50) \gset
@@ -88,7 +112,8 @@ my $standby = PostgreSQL::Test::Cluster->new('direct_writes_standby');
 $standby->init_from_backup($node, 'b', has_streaming => 1);
 $standby->start;
 $node->wait_for_catchup($standby);
-for my $call ("SELECT * FROM wf_claim('dw')", "SELECT wf_complete('dw', 1, 1)",
+for my $call ("SELECT wf_enqueue('dw', '{}')", "SELECT wf_enqueue_batch('dw', '[1]')",
+	"SELECT * FROM wf_claim('dw')", "SELECT wf_complete('dw', 1, 1)",
 	"SELECT wf_complete_many('dw', '{1}', '{1}')")
 {
 	my ($ret, $out, $err) = $standby->psql('postgres', "\\set VERBOSITY verbose\n$call");

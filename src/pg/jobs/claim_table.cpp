@@ -160,6 +160,7 @@ bool ClaimTable::begin(const NewClaim& claim, MemoryContext row_context) {
     set(started_at_at, claim.started_at, false);
     set(key_at, claim.key, claim.key_null);
     set(run_deadline_at, claim.run_deadline, claim.run_deadline_null);
+    require_not_null(table, nulls);
     HeapTuple tuple = heap_form_tuple(desc, values, nulls);
     MemoryContextSwitchTo(outer);
     ExecStoreHeapTuple(tuple, written, true);

@@ -182,4 +182,17 @@ void require_only_columns(Relation table, const char* const* names, int count) {
     }
 }
 
+void require_not_null(Relation table, const bool* nulls) {
+    TupleDesc desc = RelationGetDescr(table);
+    if (desc->constr == nullptr || !desc->constr->has_not_null) return;
+    for (int i = 0; i < desc->natts; i++) {
+        Form_pg_attribute att = TupleDescAttr(desc, i);
+        if (att->attnotnull && nulls[i])
+            ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                            errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+                                   NameStr(att->attname), RelationGetRelationName(table)),
+                            errtable(table)));
+    }
+}
+
 }  // namespace wf::pg

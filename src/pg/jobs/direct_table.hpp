@@ -77,4 +77,9 @@ bool text_is(Datum value, const char* expected);
 // hand sets every column, and one it does not know would get no default.
 void require_only_columns(Relation table, const char* const* names, int count);
 
+// Refuses (23502, as the executor) a row of `table` formed by hand with a
+// NULL where the column is NOT NULL (pg_wf's rows never are; a constraint
+// added by hand may say otherwise).
+void require_not_null(Relation table, const bool* nulls);
+
 }  // namespace wf::pg

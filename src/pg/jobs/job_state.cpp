@@ -13,6 +13,7 @@
 #include "pg/jobs/children.hpp"
 #include "pg/jobs/claim_rows.hpp"
 #include "pg/jobs/dependencies.hpp"
+#include "pg/jobs/job_inserts.hpp"
 #include "pg/jobs/job_rows.hpp"
 #include "pg/jobs/ready_set.hpp"
 #include "pg/jobs/remote_dependencies.hpp"
@@ -54,25 +55,25 @@ void note_ready_queues(const Rows& rows, const char* status_column = nullptr) {
 
 // ---------------------------------------------------------------- enqueue
 
-// A pending job also gets its row in the ready set, in the same statement.
-// Without an idempotency key the inserts are plain (WF_SQL_ENTER_READY_NEW).
-#define WF_INSERT_JOB_SQL(ON_KEY_CONFLICT, ENTER_READY) \
-    "WITH job AS (" \
-    " INSERT INTO wf.job (id, queue, status, payload, run_at, priority, max_attempts," \
-    "                    attempt_budget, idempotency_key, workflow_id, step_name," \
-    "                    depends_on, pending_deps, last_error, cancelled_by, finished_at," \
-    "                    key, dedup_key, max_run_time, start_by, version, child_of)" \
-    " VALUES (nextval('wf.job_id_seq'), $1, $2, $3, coalesce($4, now()), $5, $6, $6, $7, $8, $9, $10, $11, $12, $13," \
-    "         CASE WHEN $2 = 'cancelled' THEN now() END, $14, $15, $16, $17, $18, $19)" \
-    ON_KEY_CONFLICT \
-    " RETURNING queue, priority, run_at, id, key, version, status)," \
-    ENTER_READY("job", WF_SQL_IF_PENDING) \
-    " SELECT id FROM job"
-
-#define WF_INSERT_JOB_TYPES \
-    {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID, \
-     INT8ARRAYOID, INT4OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID, \
-     TEXTOID, INT8OID}
+// A job with an idempotency key is inserted by SQL: ON CONFLICT waits for
+// a racing insert of the same key to commit, then does nothing. A pending
+// job also gets its row in the ready set, in the same statement. Every
+// other new job is inserted by hand (job_inserts.hpp).
+PreparedStatement insert_job_with_idempotency_key(
+    "WITH job AS ("
+    " INSERT INTO wf.job (id, queue, status, payload, run_at, priority, max_attempts,"
+    "                    attempt_budget, idempotency_key, workflow_id, step_name,"
+    "                    depends_on, pending_deps, last_error, cancelled_by, finished_at,"
+    "                    key, dedup_key, max_run_time, start_by, version, child_of)"
+    " VALUES (nextval('wf.job_id_seq'), $1, $2, $3, coalesce($4, now()), $5, $6, $6, $7, $8, $9, $10, $11, $12, $13,"
+    "         CASE WHEN $2 = 'cancelled' THEN now() END, $14, $15, $16, $17, $18, $19)"
+    " ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+    " RETURNING queue, priority, run_at, id, key, version, status),"
+    WF_SQL_ENTER_READY("job", WF_SQL_IF_PENDING)
+    " SELECT id FROM job",
+    {TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, INT4OID, TEXTOID, UUIDOID, TEXTOID,
+     INT8ARRAYOID, INT4OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INTERVALOID, TIMESTAMPTZOID,
+     TEXTOID, INT8OID});
 
 // A job enqueued into a child workflow belongs to its parent too. A
 // statement of its own, run only then: a subquery in the insert would be
@@ -80,32 +81,10 @@ void note_ready_queues(const Rows& rows, const char* status_column = nullptr) {
 PreparedStatement workflow_parent(
     "SELECT child_of FROM wf.workflow WHERE id = $1", {UUIDOID});
 
-PreparedStatement insert_job_with_idempotency_key(
-    WF_INSERT_JOB_SQL(" ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
-                      " DO NOTHING",
-                      WF_SQL_ENTER_READY),
-    WF_INSERT_JOB_TYPES);
-
-PreparedStatement insert_job_without_idempotency_key(WF_INSERT_JOB_SQL("", WF_SQL_ENTER_READY_NEW),
-                                     WF_INSERT_JOB_TYPES);
-
 PreparedStatement find_by_key(
     "SELECT id, payload = $3 AS same_payload FROM wf.job"
     " WHERE queue = $1 AND idempotency_key = $2",
     {TEXTOID, TEXTOID, JSONBOID});
-
-PreparedStatement insert_batch(
-    "WITH job AS ("
-    " INSERT INTO wf.job (id, queue, status, payload, max_attempts, attempt_budget, key, version)"
-    " SELECT nextval('wf.job_id_seq'), $1, 'pending', e.value, $3, $3, e.key, $5"
-    // Each payload with its key ($4 as long as $2, or NULL: no keys).
-    "   FROM ROWS FROM (jsonb_array_elements($2), unnest($4::text[]))"
-    "        WITH ORDINALITY AS e(value, key, n)"
-    "  ORDER BY e.n"
-    " RETURNING queue, priority, run_at, id, key, version),"
-    WF_SQL_ENTER_READY_NEW("job", "")
-    " SELECT id FROM job",
-    {TEXTOID, JSONBOID, INT4OID, TEXTARRAYOID, TEXTOID});
 
 // ------------------------------------------------------------------ claim
 
@@ -670,13 +649,25 @@ std::optional<int64> insert_job(const NewJob& job) {
         if (!parent.empty() && !parent.is_null(0, "child_of")) child_of = parent.int64_at(0, "child_of");
     }
     p.set_or_null(18, !child_of, Int64GetDatum(child_of.value_or(0)));
-    PreparedStatement& insert = job.idempotency_key ? insert_job_with_idempotency_key
-                                                    : insert_job_without_idempotency_key;
-    Rows rows = insert.execute(p.values, p.nulls);
-    if (rows.empty()) return std::nullopt;
+    int64 id;
+    if (job.idempotency_key) {
+        // ON CONFLICT waits for a racing insert of the key, then does nothing.
+        Rows rows = insert_job_with_idempotency_key.execute(p.values, p.nulls);
+        if (rows.empty()) return std::nullopt;
+        id = rows.int64_at(0, "id");
+    } else {
+        id = call([&] {
+            JobInserts inserts;
+            inserts.open(job.queue, "wf_enqueue");
+            int64 new_id = inserts.add(job, Int64GetDatum(child_of.value_or(0)), !child_of);
+            inserts.flush();
+            inserts.close();
+            return new_id;
+        });
+    }
     count(text_view(job.queue), Metric::enqueued);
     if (std::strcmp(job.status, "pending") == 0) note_queue_ready(text_view(job.queue));
-    return rows.int64_at(0, "id");
+    return id;
 }
 
 std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload) {
@@ -691,16 +682,46 @@ std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload) 
 
 std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts,
                                        std::optional<Datum> keys, std::optional<Datum> version) {
-    Params<5> p;
-    p.set(0, queue);
-    p.set(1, payloads);
-    p.set(2, Int32GetDatum(max_attempts));
-    p.set_or_null(3, !keys, keys.value_or(0));
-    p.set_or_null(4, !version, version.value_or(0));
-    std::vector<int64> ids = insert_batch.execute(p.values, p.nulls).int64_column("id");
-    // Ids come from one sequence in insertion order: sorted is input order.
-    std::sort(ids.begin(), ids.end());
-    if (!ids.empty()) note_queue_ready(text_view(queue));
+    Jsonb* array = call([&] { return DatumGetJsonbP(payloads); });
+    std::vector<int64> ids(JB_ROOT_COUNT(array));
+    if (ids.empty()) return ids;
+    NewJob job;
+    job.queue = queue;
+    job.max_attempts = max_attempts;
+    job.version = version;
+    int64* next_id = ids.data();
+    call([&] {
+        // One key (or NULL) per payload, in the same place (checked by
+        // the caller).
+        Datum* key_values = nullptr;
+        bool* key_nulls = nullptr;
+        int key_count = 0;
+        if (keys)
+            deconstruct_array(DatumGetArrayTypeP(*keys), TEXTOID, -1, false, TYPALIGN_INT, &key_values,
+                              &key_nulls, &key_count);
+        JobInserts inserts;
+        inserts.open(queue, "wf_enqueue_batch");
+        JsonbIterator* it = JsonbIteratorInit(&array->root);
+        JsonbValue element;
+        JsonbIteratorToken token;
+        int n = 0;
+        while ((token = JsonbIteratorNext(&it, &element, true)) != WJB_DONE) {
+            if (token != WJB_ELEM) continue;
+            // The element as a jsonb of its own, with the rows it goes in
+            // (freed once they are written).
+            MemoryContext outer = MemoryContextSwitchTo(inserts.rows);
+            job.payload = JsonbPGetDatum(JsonbValueToJsonb(&element));
+            MemoryContextSwitchTo(outer);
+            if (n < key_count && !key_nulls[n])
+                job.key = key_values[n];
+            else
+                job.key.reset();
+            next_id[n++] = inserts.add(job, 0, true);
+        }
+        inserts.flush();
+        inserts.close();
+    });
+    note_queue_ready(text_view(queue));
     count(text_view(queue), Metric::enqueued, static_cast<int64>(ids.size()));
     return ids;
 }

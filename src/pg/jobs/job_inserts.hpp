@@ -1,0 +1,50 @@
+// New jobs inserted without the executor: the enqueue's job rows and the
+// ready rows of those that are pending, written as COPY writes rows (heap
+// multi-inserts, the executor's own index maintenance), after the checks
+// the executor makes for an INSERT (direct_table.hpp).
+#pragma once
+
+#include "pg/base/postgres.hpp"
+#include "pg/jobs/direct_table.hpp"
+
+namespace wf::pg {
+
+struct NewJob;
+
+// Rows are buffered and written this many at a time.
+constexpr int kInsertBatch = 1000;
+
+// wf.job and wf.ready of one queue, open for one call. Plain C: every
+// member runs inside call().
+struct JobInserts {
+    Relation jobs, job_index, ready, ready_index;
+    Oid sequence;  // wf.job_id_seq
+    Snapshot snapshot;
+    CommandId command;
+    Datum queue;
+    Datum now;  // timestamptz: now(), the transaction's start
+    // Columns of wf.job found by name (an updated table has its added
+    // columns last); wf.ready's are checked in place.
+    AttrNumber priority_at, created_at_at, workflow_id_at, max_attempts_at, attempt_budget_at,
+        status_at, attempt_at, run_at_at, finished_at_at, pending_deps_at, has_dependents_at,
+        cancel_requested_at, cancelled_by_at, last_error_at, step_name_at, idempotency_key_at,
+        depends_on_at, payload_at, key_at, dedup_key_at, max_run_time_at, start_by_at, version_at,
+        child_of_at;
+    // Rows formed and not yet written; their values live in `rows`.
+    TupleTableSlot* job_slots[kInsertBatch];
+    TupleTableSlot* ready_slots[kInsertBatch];
+    int job_slots_made, ready_slots_made;
+    int buffered_jobs, buffered_ready;
+    MemoryContext rows;
+    IndexEntries job_entries, ready_entries;
+
+    void open(Datum queue_text, const char* function);
+    // Buffers the rows of `job` (its idempotency key must be none: that
+    // insert is SQL's ON CONFLICT) and returns its id.
+    int64 add(const NewJob& job, Datum child_of, bool child_of_null);
+    // Writes what is buffered. Values of buffered rows may be freed after.
+    void flush();
+    void close();  // after flush()
+};
+
+}  // namespace wf::pg
