@@ -224,3 +224,26 @@ SELECT status, last_error = format('dependency job %s failed', :d1) AS error_nam
        (SELECT count(*) FROM wf.ready r WHERE r.queue = 'in_deps' AND r.id = j.id) AS ready
   FROM wf.job j WHERE queue = 'in_deps' AND id = :d3;
 COMMIT;
+
+-- wf_submit inserts its steps by hand too (job and ready rows; the edges
+-- and the workflow's row by SQL after them): the same checks, and the
+-- same rows as before.
+BEGIN;
+ALTER TABLE wf.job ADD COLUMN note text;
+SELECT try_sql($$SELECT wf_submit('{"name": "in_wf_check", "queue": "in_wf", "steps": [{"name": "a"}]}')$$)
+       AS submit_unknown_column;
+ROLLBACK;
+SELECT count(*) AS workflows FROM wf.workflow WHERE name = 'in_wf_check';
+BEGIN;
+SELECT wf_submit('{"name": "in_wf_check", "queue": "in_wf", "steps": [
+                    {"name": "a", "payload": {"x": 1}, "priority": 2},
+                    {"name": "b", "after": ["a"], "max_attempts": 7, "key": "kb"},
+                    {"name": "c", "after": ["a", "b"], "run_at": "2030-01-01T00:00:00Z"}]}') AS w \gset
+SELECT step_name, status, payload, priority, max_attempts, attempt_budget, pending_deps,
+       has_dependents, key, workflow_id = :'w' AS in_w, cardinality(depends_on) AS deps,
+       created_at = now() AS created_now, run_at = now() AS run_now,
+       (SELECT count(*) FROM wf.ready r WHERE r.queue = j.queue AND r.id = j.id) AS ready
+  FROM wf.job j WHERE queue = 'in_wf' ORDER BY id;
+SELECT name, steps, child_of FROM wf.workflow WHERE id = :'w';
+SELECT count(*) AS edges FROM wf.dependency d JOIN wf.job j ON j.id = d.child_id WHERE j.workflow_id = :'w';
+COMMIT;

@@ -15,56 +15,40 @@
 #include "pg/api/workflow.hpp"
 #include "pg/citus/cluster_calls.hpp"
 #include "pg/jobs/children.hpp"
+#include "pg/jobs/job_inserts.hpp"
+#include "pg/jobs/job_state.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/wakeup.hpp"
 
 namespace wf::pg {
 namespace {
 
-// The whole workflow in one statement, its ids drawn (take_ids) and its
-// edges mapped to them beforehand (insert_steps): each step's row with its
-// depends_on, the edges its predecessors' ends release it by, the ready
-// rows of the steps without predecessors, and the workflow's row. Arrays
-// carry one element per step ($1..$8, $11, $12, $13, $14) or per edge ($9,
-// $10: parent id, child id; the child's queue is its row's).
+// After a workflow's steps are inserted by hand (job and ready rows,
+// job_inserts.hpp), one statement adds the edges their predecessors' ends
+// release them by ($1..$3: parent id, child queue, child id) and the
+// workflow's row ($9: a new one) or its new step count (more steps of an
+// existing one).
 PreparedStatement insert_workflow(
-    "WITH wid AS MATERIALIZED (SELECT coalesce($17::uuid, gen_random_uuid()) AS id),"
-    " job AS ("
-    "  INSERT INTO wf.job (queue, id, status, payload, run_at, priority, max_attempts,"
-    "                      attempt_budget, workflow_id, step_name, depends_on, pending_deps,"
-    "                      has_dependents, key, version, child_of)"
-    "  SELECT t.queue, t.id, CASE WHEN t.pending_deps > 0 THEN 'blocked' ELSE 'pending' END,"
-    "         t.payload::jsonb, coalesce(t.run_at, now()), t.priority,"
-    "         coalesce(t.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
-    "         coalesce(t.max_attempts, c.max_attempts, " WF_SQL_DEFAULT_MAX_ATTEMPTS "),"
-    "         (SELECT id FROM wid), t.step_name, t.depends_on::bigint[], t.pending_deps,"
-    "         t.has_dependents, t.key, t.version, $15"
-    "    FROM unnest($1::text[], $18::bigint[], $2::text[], $3::text[], $4::int[], $5::int[],"
-    "                $6::timestamptz[], $7::int[], $8::bool[], $13::text[], $14::text[],"
-    "                $19::text[])"
-    "         AS t(queue, id, step_name, payload, priority, max_attempts, run_at, pending_deps,"
-    "              has_dependents, key, version, depends_on)"
-    "         LEFT JOIN wf.queue_config c ON c.queue = t.queue),"
-    " edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
+    "WITH edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
     "           SELECT x.parent_id, x.child_queue, x.child_id"
-    "             FROM unnest($9::bigint[], $16::text[], $10::bigint[]) AS x(parent_id, child_queue, child_id)),"
-    // The steps without predecessors, ready at once: read from the
-    // arguments, not from the rows inserted (which would be kept, all of
-    // them, for this).
-    " ready AS (INSERT INTO wf.ready (queue, priority, run_at, id, key, version)"
-    "           SELECT t.queue, t.priority, coalesce(t.run_at, now()), t.id, t.key, t.version"
-    "             FROM unnest($1::text[], $18::bigint[], $4::int[], $6::timestamptz[], $7::int[],"
-    "                         $13::text[], $14::text[])"
-    "                  AS t(queue, id, priority, run_at, pending_deps, key, version)"
-    "            WHERE t.pending_deps = 0),"
+    "             FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(parent_id, child_queue, child_id)),"
     " head AS (INSERT INTO wf.workflow (id, name, steps, key, child_of)"
-    "          SELECT id, $11, $12, $20, $15 FROM wid WHERE $17::uuid IS NULL),"
-    " grown AS (UPDATE wf.workflow SET steps = steps + $12 WHERE id = $17::uuid)"
-    " SELECT (SELECT id FROM wid) AS workflow_id",
-    {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
-     TIMESTAMPTZARRAYOID, INT4ARRAYOID, BOOLARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID,
-     INT4OID, TEXTARRAYOID, TEXTARRAYOID, INT8OID, TEXTARRAYOID, UUIDOID, INT8ARRAYOID,
-     TEXTARRAYOID, TEXTOID});
+    "          SELECT $4, $5, $6, $7, $8 WHERE $9),"
+    " grown AS (UPDATE wf.workflow SET steps = steps + $6 WHERE NOT $9 AND id = $4)"
+    " SELECT 1 AS done",
+    {INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, UUIDOID, TEXTOID, INT4OID, TEXTOID, INT8OID, BOOLOID});
+
+// A new workflow's id: a random (version 4) UUID, as gen_random_uuid().
+pg_uuid_t random_uuid() {
+    pg_uuid_t id;
+    call([&] {
+        if (!pg_strong_random(id.data, UUID_LEN))
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not generate random values")));
+    });
+    id.data[6] = (id.data[6] & 0x0f) | 0x40;
+    id.data[8] = (id.data[8] & 0x3f) | 0x80;
+    return id;
+}
 
 // A workflow's step ids, drawn in step order (one sequence: ascending).
 PreparedStatement take_ids(
@@ -211,56 +195,45 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     how_many.set(0, Int32GetDatum(static_cast<int32>(n)));
     std::vector<int64> ids = take_ids.execute(how_many.values, how_many.nulls).int64_column("id");
 
-    std::vector<Datum> queues(n), names(n), payloads(n), priorities(n), max_attempts(n),
-        run_ats(n), pending_deps(n), has_dependents(n), keys(n), versions(n), id_datums(n),
-        depends_on(n);
-    std::vector<bool> no_nulls, max_attempts_null(n), run_at_null(n), key_null(n), version_null(n),
-        depends_on_null(n);
-    std::vector<bool> is_parent(n, false);
-    // Edges, by id: a step waits on its new predecessors; a done step it
-    // runs after (wf_complete_with_steps) is in its depends_on, for the
-    // inputs, and nothing to wait for.
+    // The workflow's id: the existing one's, or a new one.
+    pg_uuid_t workflow_id = target.workflow_id ? *DatumGetUUIDP(*target.workflow_id) : random_uuid();
+    Datum workflow_datum = UUIDPGetDatum(&workflow_id);
+
+    // Each step's job; and the edges, by id: a step waits on its new
+    // predecessors; a done step it runs after (wf_complete_with_steps) is
+    // in its depends_on, for the inputs, and nothing to wait for.
+    std::vector<NewJob> jobs(n);
     std::vector<Datum> edge_parents, edge_queues, edge_children;
     for (size_t i = 0; i < n; i++) {
         const core::StepSpec& step = spec.steps[i];
-        queues[i] = text_datum(step.queue);
-        std::vector<int64> parents;
+        NewJob& job = jobs[i];
+        job.queue = text_datum(step.queue);
+        job.id = ids[i];
         for (size_t parent : step.after) {
-            is_parent[parent] = true;
+            jobs[parent].has_dependents = true;
             edge_parents.push_back(Int64GetDatum(ids[parent]));
-            edge_queues.push_back(queues[i]);
+            edge_queues.push_back(job.queue);
             edge_children.push_back(Int64GetDatum(ids[i]));
-            parents.push_back(ids[parent]);
+            job.depends_on.push_back(ids[parent]);
         }
-        for (const std::string& name : step.after_existing) parents.push_back(target.existing.at(name));
-        std::sort(parents.begin(), parents.end());
-        std::string list;
-        for (int64 parent : parents) list += (list.empty() ? "" : ",") + std::to_string(parent);
-        depends_on_null[i] = list.empty();
-        depends_on[i] = list.empty() ? 0 : text_datum("{" + list + "}");
-        id_datums[i] = Int64GetDatum(ids[i]);
-    }
-    for (size_t i = 0; i < n; i++) {
-        const core::StepSpec& step = spec.steps[i];
-        names[i] = text_datum(step.name);
-        payloads[i] = text_datum(step.payload_json);
-        priorities[i] = Int32GetDatum(step.priority);
-        max_attempts_null[i] = !step.max_attempts;
-        max_attempts[i] = Int32GetDatum(step.max_attempts.value_or(0));
-        run_at_null[i] = !step.run_at;
-        run_ats[i] = step.run_at ? parse_run_at(step) : 0;
-        pending_deps[i] = Int32GetDatum(static_cast<int32>(step.after.size()));
-        has_dependents[i] = BoolGetDatum(is_parent[i]);
-        key_null[i] = !step.key;
-        keys[i] = step.key ? text_datum(*step.key) : 0;
+        for (const std::string& name : step.after_existing) job.depends_on.push_back(target.existing.at(name));
+        std::sort(job.depends_on.begin(), job.depends_on.end());
+        job.pending_deps = static_cast<int32>(step.after.size());
+        job.status = job.pending_deps > 0 ? "blocked" : "pending";
+        job.workflow_id = workflow_datum;
+        job.step_name = text_datum(step.name);
+        job.priority = step.priority;
+        QueueSettings settings = queue_settings(job.queue);
+        job.max_attempts = step.max_attempts.value_or(settings.max_attempts);
+        if (step.run_at) job.run_at = parse_run_at(step);
+        if (step.key) job.key = text_datum(*step.key);
         // The step's version, else the workflow's, else the parent's (a
         // child workflow, steps added by a step), else the queue's.
         std::optional<std::string> version = step.version ? step.version
                                              : spec.version ? spec.version
                                                             : target.default_version;
-        if (!version) version = queue_settings(queues[i]).version;
-        version_null[i] = !version;
-        versions[i] = version ? text_datum(*version) : 0;
+        if (!version) version = settings.version;
+        if (version) job.version = text_datum(*version);
     }
 
     // Steps of an ordered queue need a key, and lock it (flow_control.hpp).
@@ -277,32 +250,39 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     }
     for (auto& [queue, keys] : ordered_keys) lock_keys_for_enqueue(queue, keys);
 
-    Params<20> p;
-    p.set(0, datum_array(queues, no_nulls, TEXTOID));
-    p.set(1, datum_array(names, no_nulls, TEXTOID));
-    p.set(2, datum_array(payloads, no_nulls, TEXTOID));
-    p.set(3, datum_array(priorities, no_nulls, INT4OID));
-    p.set(4, datum_array(max_attempts, max_attempts_null, INT4OID));
-    p.set(5, datum_array(run_ats, run_at_null, TIMESTAMPTZOID));
-    p.set(6, datum_array(pending_deps, no_nulls, INT4OID));
-    p.set(7, datum_array(has_dependents, no_nulls, BOOLOID));
-    p.set(8, datum_array(edge_parents, no_nulls, INT8OID));
-    p.set(9, datum_array(edge_children, no_nulls, INT8OID));
-    p.set_or_null(10, !spec.name, spec.name ? text_datum(*spec.name) : 0);
-    p.set(11, Int32GetDatum(static_cast<int32>(n)));
-    p.set(12, datum_array(keys, key_null, TEXTOID));
-    p.set(13, datum_array(versions, version_null, TEXTOID));
-    p.set_or_null(14, !target.child_of, Int64GetDatum(target.child_of.value_or(0)));
-    p.set(15, datum_array(edge_queues, no_nulls, TEXTOID));
-    p.set_or_null(16, !target.workflow_id, target.workflow_id.value_or(0));
-    p.set(17, datum_array(id_datums, no_nulls, INT8OID));
-    p.set(18, datum_array(depends_on, depends_on_null, TEXTOID));
-    p.set_or_null(19, !spec.key, spec.key ? text_datum(*spec.key) : 0);
-    Rows submitted = insert_workflow.execute(p.values, p.nulls);
+    NewJob* rows = jobs.data();
+    const core::StepSpec* steps = spec.steps.data();
+    Datum child_of = Int64GetDatum(target.child_of.value_or(0));
+    bool child_of_null = !target.child_of;
+    call([&] {
+        JobInserts inserts;
+        inserts.open("wf_submit");
+        for (size_t i = 0; i < n; i++) {
+            // The payload (JSON the spec's reader wrote) as jsonb, freed
+            // with the rows once they are written.
+            MemoryContext outer = MemoryContextSwitchTo(inserts.rows);
+            rows[i].payload = DirectFunctionCall1(jsonb_in, CStringGetDatum(steps[i].payload_json.c_str()));
+            MemoryContextSwitchTo(outer);
+            inserts.add(rows[i], child_of, child_of_null);
+        }
+        inserts.flush();
+        inserts.close();
+    });
+
+    std::vector<bool> no_nulls;
+    Params<9> p;
+    p.set(0, datum_array(edge_parents, no_nulls, INT8OID));
+    p.set(1, datum_array(edge_queues, no_nulls, TEXTOID));
+    p.set(2, datum_array(edge_children, no_nulls, INT8OID));
+    p.set(3, workflow_datum);
+    p.set_or_null(4, !spec.name, spec.name ? text_datum(*spec.name) : 0);
+    p.set(5, Int32GetDatum(static_cast<int32>(n)));
+    p.set_or_null(6, !spec.key, spec.key ? text_datum(*spec.key) : 0);
+    p.set_or_null(7, !target.child_of, child_of);
+    p.set(8, BoolGetDatum(!target.workflow_id));
+    insert_workflow.execute(p.values, p.nulls);
     for (const core::StepSpec& step : spec.steps) count(step.queue, Metric::enqueued);
 
-    // The id outlives SPI: copied out by value.
-    pg_uuid_t workflow_id = submitted.uuid_at(0, "workflow_id");
     std::set<std::string> ready_queues;
     for (const core::StepSpec& step : spec.steps)
         if (step.after.empty()) ready_queues.insert(step.queue);  // pending at once

@@ -89,8 +89,7 @@ void write_rows(Relation table, TupleTableSlot** slots, int count, IndexEntries*
 
 }  // namespace
 
-void JobInserts::open(Datum queue_text, const char* function) {
-    queue = queue_text;
+void JobInserts::open(const char* function) {
     now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
     job_entries.init();
     ready_entries.init();
@@ -136,12 +135,12 @@ void JobInserts::open(Datum queue_text, const char* function) {
 
 int64 JobInserts::add(const NewJob& job, Datum child_of, bool child_of_null) {
     if (job.idempotency_key) elog(ERROR, "pg_wf: a job with an idempotency key is inserted by SQL");
-    int64 id = nextval_internal(sequence, /*check_permissions=*/true);
+    int64 id = job.id != 0 ? job.id : nextval_internal(sequence, /*check_permissions=*/true);
     MemoryContext outer = MemoryContextSwitchTo(rows);
     bool pending = std::strcmp(job.status, "pending") == 0;
     Datum run_at = job.run_at.value_or(now);
     TupleTableSlot* row = next_slot(jobs, job_slots, &job_slots_made, buffered_jobs, outer);
-    set(row, kJobQueue, queue);
+    set(row, kJobQueue, job.queue);
     set(row, kJobId, Int64GetDatum(id));
     set(row, priority_at, Int32GetDatum(job.priority));
     set(row, created_at_at, now);
@@ -153,7 +152,7 @@ int64 JobInserts::add(const NewJob& job, Datum child_of, bool child_of_null) {
     set(row, run_at_at, run_at);
     set(row, finished_at_at, now, std::strcmp(job.status, "cancelled") != 0);
     set(row, pending_deps_at, Int32GetDatum(job.pending_deps));
-    set(row, has_dependents_at, BoolGetDatum(false));
+    set(row, has_dependents_at, BoolGetDatum(job.has_dependents));
     set(row, cancel_requested_at, BoolGetDatum(false));
     set(row, cancelled_by_at, Int64GetDatum(job.cancelled_by), job.cancelled_by == 0);
     if (!job.last_error.empty())
@@ -180,7 +179,7 @@ int64 JobInserts::add(const NewJob& job, Datum child_of, bool child_of_null) {
     buffered_jobs++;
     if (pending) {
         TupleTableSlot* r = next_slot(ready, ready_slots, &ready_slots_made, buffered_ready, outer);
-        set(r, kReadyQueue, queue);
+        set(r, kReadyQueue, job.queue);
         set(r, kReadyPriority, Int32GetDatum(job.priority));
         set(r, kReadyRunAt, run_at);
         set(r, kReadyId, Int64GetDatum(id));

@@ -14,14 +14,14 @@ struct NewJob;
 // Rows are buffered and written this many at a time.
 constexpr int kInsertBatch = 1000;
 
-// wf.job and wf.ready of one queue, open for one call. Plain C: every
-// member runs inside call().
+// wf.job and wf.ready, open for one call (on a distributed pg_wf, the
+// shards of the group the call is routed to). Plain C: every member runs
+// inside call().
 struct JobInserts {
     Relation jobs, job_index, ready, ready_index;
     Oid sequence;  // wf.job_id_seq
     Snapshot snapshot;
     CommandId command;
-    Datum queue;
     Datum now;  // timestamptz: now(), the transaction's start
     // Columns of wf.job found by name (an updated table has its added
     // columns last); wf.ready's are checked in place.
@@ -38,9 +38,10 @@ struct JobInserts {
     MemoryContext rows;
     IndexEntries job_entries, ready_entries;
 
-    void open(Datum queue_text, const char* function);
+    void open(const char* function);
     // Buffers the rows of `job` (its idempotency key must be none: that
-    // insert is SQL's ON CONFLICT) and returns its id.
+    // insert is SQL's ON CONFLICT) and returns its id: job.id, or the
+    // next of wf.job_id_seq if that is 0.
     int64 add(const NewJob& job, Datum child_of, bool child_of_null);
     // Writes what is buffered. Values of buffered rows may be freed after.
     void flush();

@@ -658,7 +658,7 @@ std::optional<int64> insert_job(const NewJob& job) {
     } else {
         id = call([&] {
             JobInserts inserts;
-            inserts.open(job.queue, "wf_enqueue");
+            inserts.open("wf_enqueue");
             int64 new_id = inserts.add(job, Int64GetDatum(child_of.value_or(0)), !child_of);
             inserts.flush();
             inserts.close();
@@ -700,7 +700,7 @@ std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_at
             deconstruct_array(DatumGetArrayTypeP(*keys), TEXTOID, -1, false, TYPALIGN_INT, &key_values,
                               &key_nulls, &key_count);
         JobInserts inserts;
-        inserts.open(queue, "wf_enqueue_batch");
+        inserts.open("wf_enqueue_batch");
         JsonbIterator* it = JsonbIteratorInit(&array->root);
         JsonbValue element;
         JsonbIteratorToken token;

@@ -130,6 +130,8 @@ struct FencingToken {
 // ---- enqueue: -> pending, blocked, or cancelled (a failed dependency) ----
 struct NewJob {
     Datum queue = 0;
+    int64 id = 0;  // drawn from wf.job_id_seq when 0
+    bool has_dependents = false;  // a workflow's step that others run after
     const char* status = "pending";
     Datum payload = 0;
     std::optional<Datum> run_at;  // none: now
