@@ -247,3 +247,32 @@ SELECT step_name, status, payload, priority, max_attempts, attempt_budget, pendi
 SELECT name, steps, child_of FROM wf.workflow WHERE id = :'w';
 SELECT count(*) AS edges FROM wf.dependency d JOIN wf.job j ON j.id = d.child_id WHERE j.workflow_id = :'w';
 COMMIT;
+
+-- A completion releases its blocked children without the executor too
+-- (release_rows.cpp): a child's count goes down by one per finished
+-- parent, at zero it is pending (run_at no earlier than now) and in the
+-- ready set; pg_wf's role without SELECT on wf.dependency or UPDATE on
+-- wf.job releases nothing (42501) and the completion with it.
+SELECT wf_enqueue('rl_q', '{}') AS r1, wf_enqueue('rl_q', '{}') AS r2 \gset
+SELECT wf_enqueue('rl_child', '{}', depends_on => ARRAY[:r1, :r2]) AS rc,
+       wf_enqueue('rl_child', '{}', depends_on => ARRAY[:r1], run_at => now() + interval '1 day') AS rlate,
+       wf_enqueue('rl_child', '{}', depends_on => ARRAY[:r2]) AS rsole \gset
+SELECT count(*) AS claimed FROM wf_claim('rl_q', max_jobs => 2);
+BEGIN;
+REVOKE SELECT ON wf.dependency FROM wf_owner;
+SELECT try_sql(format('SELECT wf_complete(%L, %s, 1)', 'rl_q', :r1)) AS without_select_on_dependency;
+ROLLBACK;
+BEGIN;
+ALTER TABLE wf.ready ADD COLUMN note text;
+SELECT try_sql(format('SELECT wf_complete(%L, %s, 1)', 'rl_q', :r1)) AS ready_altered;
+ROLLBACK;
+SELECT status FROM wf.job WHERE queue = 'rl_q' AND id = :r1;
+SELECT wf_complete('rl_q', :r1, 1) AS completed_r1;
+SELECT id = :rc AS is_rc, status, pending_deps, run_at > now() + interval '23 hours' AS kept_late_run_at,
+       (SELECT count(*) FROM wf.ready r WHERE r.queue = j.queue AND r.id = j.id) AS ready
+  FROM wf.job j WHERE queue = 'rl_child' AND id IN (:rc, :rlate) ORDER BY id;
+SELECT count(*) AS completed_r2 FROM wf_complete_many('rl_q', ARRAY[:r2], ARRAY[1]);
+SELECT status, pending_deps, (SELECT count(*) FROM wf.ready r WHERE r.queue = j.queue AND r.id = j.id) AS ready
+  FROM wf.job j WHERE queue = 'rl_child' ORDER BY id;
+SELECT count(*) AS debts FROM wf.release_debt;
+SELECT count(*) AS claimed_children FROM wf_claim('rl_child', max_jobs => 10);

@@ -106,6 +106,28 @@ is($claim_checks[0], '2', 'both indexes of wf.claim have every claim row they sh
 is($claim_checks[1], 'k1 84, k2 83', 'each key has its running jobs');
 is($claim_checks[2], '84', 'and claim_key finds them');
 
+# Completions release blocked children by hand (release_rows.cpp): each
+# release is decoded (the child's update, its new ready row), and every
+# index of wf.job and wf.ready still has every row.
+$node->safe_psql('postgres', q{
+	SELECT wf_submit('{"name": "dw_flow", "queue": "dw_flow", "steps": [
+	                   {"name": "a"}, {"name": "b", "after": ["a"]}, {"name": "c", "after": ["a", "b"]}]}');
+	SELECT wf_complete(queue, id, attempt) FROM wf_claim('dw_flow');
+	SELECT wf_complete(queue, id, attempt) FROM wf_claim('dw_flow')});
+my @released = split /\n/, $node->safe_psql('postgres',
+	"SELECT data FROM pg_logical_slot_get_changes('decoded', NULL, NULL) WHERE data LIKE 'table wf.%'");
+is(scalar(grep { /^table wf\.job: UPDATE: queue\[text\]:'dw_flow' .*status\[text\]:'pending'.*pending_deps\[integer\]:0 / } @released),
+	2, 'each release of a blocked step is decoded');
+is(scalar(grep { /^table wf\.job: UPDATE: queue\[text\]:'dw_flow' .*status\[text\]:'blocked'.*pending_deps\[integer\]:1 / } @released),
+	1, 'and a step that still waits on another');
+is(scalar(grep { /^table wf\.ready: INSERT: queue\[text\]:'dw_flow'/ } @released),
+	3, 'each step enters the ready set once');
+is( $node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_index i, bt_index_check(i.indexrelid, heapallindexed => true)
+	 WHERE i.indrelid IN ('wf.job'::regclass, 'wf.ready'::regclass);
+	SELECT string_agg(step_name || ' ' || status, ', ' ORDER BY id) FROM wf.job WHERE queue = 'dw_flow'}),
+	"9\na done, b done, c pending", 'after the releases, every index has every row');
+
 # A standby refuses every write, these too.
 $node->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('direct_writes_standby');

@@ -4,6 +4,8 @@
 // deadlocking.
 #include "pg/jobs/dependencies.hpp"
 
+#include "pg/jobs/release_rows.hpp"
+
 #include "pg/jobs/children.hpp"
 #include "pg/jobs/remote_dependencies.hpp"
 #include "pg/citus/shard_route.hpp"
@@ -290,6 +292,16 @@ void release_dependents(const std::vector<int64>& job_ids) {
         lock_children.execute(p.values, p.nulls);
         p.set_null(1);
         note_released(release_children.execute(p.values, p.nulls));
+        return;
+    }
+    if (current_shard_group() == nullptr) {
+        // Without the executor (release_rows.hpp); the debts, a rare path
+        // (a sibling parent completing at the same moment), by SQL.
+        Released released = release_children_by_hand(job_ids);
+        for (const std::string& queue : released.ready_queues) note_queue_ready(queue);
+        if (!released.skipped) return;
+        p.set(1, int8_array(released.locked));
+        if (!defer_releases.execute(p.values, p.nulls).empty()) note_releases_deferred();
         return;
     }
     std::vector<int64> held = lock_children_skipping.execute(p.values, p.nulls).int64_column("id");

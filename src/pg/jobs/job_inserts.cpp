@@ -89,19 +89,53 @@ void write_rows(Relation table, TupleTableSlot** slots, int count, IndexEntries*
 
 }  // namespace
 
+void ReadyInserts::open(const char* function) {
+    entries.init();
+    slots_made = buffered = 0;
+    home = CurrentMemoryContext;
+    // On a distributed pg_wf, the local shard of the group's wf.ready.
+    ShardGroup* group = current_shard_group();
+    open_hot_table(function, "ready", "ready_claim_order", group != nullptr ? group->ready_suffix.c_str() : "",
+                   kInsert, kReadyColumns, lengthof(kReadyColumns), 1, &table, &index);
+    require_only_columns(table, kReadyColumnNames, lengthof(kReadyColumnNames));
+}
+
+void ReadyInserts::add(Datum queue, int32 priority, Datum run_at, int64 id, Datum key, bool key_null,
+                       Datum version, bool version_null) {
+    TupleTableSlot* r = next_slot(table, slots, &slots_made, buffered, home);
+    set(r, kReadyQueue, queue);
+    set(r, kReadyPriority, Int32GetDatum(priority));
+    set(r, kReadyRunAt, run_at);
+    set(r, kReadyId, Int64GetDatum(id));
+    set(r, kReadyKey, key, key_null);
+    set(r, kReadyVersion, version, version_null);
+    require_not_null(table, r->tts_isnull);
+    ExecStoreVirtualTuple(r);
+    buffered++;
+}
+
+void ReadyInserts::flush(Snapshot snapshot, CommandId command) {
+    write_rows(table, slots, buffered, &entries, snapshot, command);
+    buffered = 0;
+}
+
+void ReadyInserts::close() {
+    entries.close();
+    for (int i = 0; i < slots_made; i++) ExecDropSingleTupleTableSlot(slots[i]);
+    index_close(index, NoLock);
+    table_close(table, NoLock);
+}
+
 void JobInserts::open(const char* function) {
     now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
     job_entries.init();
-    ready_entries.init();
-    job_slots_made = ready_slots_made = buffered_jobs = buffered_ready = 0;
+    job_slots_made = buffered_jobs = 0;
     // On a distributed pg_wf, the local shards of the queue's group.
     ShardGroup* group = current_shard_group();
     open_hot_table(function, "job", "job_pkey", group != nullptr ? group->job_suffix.c_str() : "", kInsert,
                    kJobKey, lengthof(kJobKey), 2, &jobs, &job_index);
     require_only_columns(jobs, kJobColumnNames, lengthof(kJobColumnNames));
-    open_hot_table(function, "ready", "ready_claim_order", group != nullptr ? group->ready_suffix.c_str() : "",
-                   kInsert, kReadyColumns, lengthof(kReadyColumns), 1, &ready, &ready_index);
-    require_only_columns(ready, kReadyColumnNames, lengthof(kReadyColumnNames));
+    ready.open(function);
     // The node's own sequence (a distributed pg_wf gives each node a range).
     sequence = get_relname_relid("job_id_seq", get_namespace_oid("wf", false));
     if (!OidIsValid(sequence)) unexpected_table_shape("job", "its sequence wf.job_id_seq is missing");
@@ -177,18 +211,9 @@ int64 JobInserts::add(const NewJob& job, Datum child_of, bool child_of_null) {
     require_not_null(jobs, row->tts_isnull);
     ExecStoreVirtualTuple(row);
     buffered_jobs++;
-    if (pending) {
-        TupleTableSlot* r = next_slot(ready, ready_slots, &ready_slots_made, buffered_ready, outer);
-        set(r, kReadyQueue, job.queue);
-        set(r, kReadyPriority, Int32GetDatum(job.priority));
-        set(r, kReadyRunAt, run_at);
-        set(r, kReadyId, Int64GetDatum(id));
-        set(r, kReadyKey, job.key);
-        set(r, kReadyVersion, job.version);
-        require_not_null(ready, r->tts_isnull);
-        ExecStoreVirtualTuple(r);
-        buffered_ready++;
-    }
+    if (pending)
+        ready.add(job.queue, job.priority, run_at, id, job.key.value_or(0), !job.key, job.version.value_or(0),
+                  !job.version);
     MemoryContextSwitchTo(outer);
     if (buffered_jobs == kInsertBatch) flush();
     return id;
@@ -196,20 +221,17 @@ int64 JobInserts::add(const NewJob& job, Datum child_of, bool child_of_null) {
 
 void JobInserts::flush() {
     write_rows(jobs, job_slots, buffered_jobs, &job_entries, snapshot, command);
-    write_rows(ready, ready_slots, buffered_ready, &ready_entries, snapshot, command);
-    buffered_jobs = buffered_ready = 0;
+    ready.flush(snapshot, command);
+    buffered_jobs = 0;
     MemoryContextReset(rows);
 }
 
 void JobInserts::close() {
     job_entries.close();
-    ready_entries.close();
     for (int i = 0; i < job_slots_made; i++) ExecDropSingleTupleTableSlot(job_slots[i]);
-    for (int i = 0; i < ready_slots_made; i++) ExecDropSingleTupleTableSlot(ready_slots[i]);
+    ready.close();
     MemoryContextDelete(rows);
     UnregisterSnapshot(snapshot);
-    index_close(ready_index, NoLock);
-    table_close(ready, NoLock);
     index_close(job_index, NoLock);
     table_close(jobs, NoLock);
 }

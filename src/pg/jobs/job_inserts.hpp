@@ -16,11 +16,33 @@ struct NewJob;
 // batch saves (1,000 were slower than the SQL insert).
 constexpr int kInsertBatch = 64;
 
+// wf.ready rows inserted by hand: a job that becomes pending (a new one, a
+// released child) enters the ready set. Plain C: every member runs inside
+// call().
+struct ReadyInserts {
+    Relation table, index;
+    TupleTableSlot* slots[kInsertBatch];  // rows formed, not yet written
+    int slots_made, buffered;
+    IndexEntries entries;
+    MemoryContext home;  // of the slots: the context open() ran in
+
+    void open(const char* function);
+    // Buffers the ready row of job (queue, id) (text datums, `key` and
+    // `version` may be null), which must live until the next flush().
+    // The caller flushes when full().
+    void add(Datum queue, int32 priority, Datum run_at, int64 id, Datum key, bool key_null, Datum version,
+             bool version_null);
+    bool full() const { return buffered == kInsertBatch; }
+    void flush(Snapshot snapshot, CommandId command);
+    void close();
+};
+
 // wf.job and wf.ready, open for one call (on a distributed pg_wf, the
 // shards of the group the call is routed to). Plain C: every member runs
 // inside call().
 struct JobInserts {
-    Relation jobs, job_index, ready, ready_index;
+    Relation jobs, job_index;
+    ReadyInserts ready;
     Oid sequence;  // wf.job_id_seq
     Snapshot snapshot;
     CommandId command;
@@ -34,11 +56,9 @@ struct JobInserts {
         child_of_at;
     // Rows formed and not yet written; their values live in `rows`.
     TupleTableSlot* job_slots[kInsertBatch];
-    TupleTableSlot* ready_slots[kInsertBatch];
-    int job_slots_made, ready_slots_made;
-    int buffered_jobs, buffered_ready;
+    int job_slots_made, buffered_jobs;
     MemoryContext rows;
-    IndexEntries job_entries, ready_entries;
+    IndexEntries job_entries;
 
     void open(const char* function);
     // Buffers the rows of `job` (its idempotency key must be none: that

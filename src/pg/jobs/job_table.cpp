@@ -57,20 +57,26 @@ bool JobTable::find(int64 id) {
     return index_getnext_slot(scan, ForwardScanDirection, found);
 }
 
-bool JobTable::lock(int64 id) {
-    if (!find(id)) return false;
+bool JobTable::lock(int64 id, bool skip_held, bool* held) {
+    return find(id) && lock_found(skip_held, held);
+}
+
+bool JobTable::lock_found(bool skip_held, bool* held) {
     // In READ COMMITTED a row changed since the snapshot is followed to
     // its latest version (EvalPlanQual's way); a transaction snapshot
     // cannot see past it.
     bool follow = !IsolationUsesXactSnapshot();
     TM_FailureData failure;
     TM_Result result = table_tuple_lock(table, &found->tts_tid, snapshot, locked, command,
-                                        LockTupleNoKeyExclusive, LockWaitBlock,
+                                        LockTupleNoKeyExclusive, skip_held ? LockWaitSkip : LockWaitBlock,
                                         follow ? TUPLE_LOCK_FLAG_FIND_LAST_VERSION : 0, &failure);
     switch (result) {
         case TM_Ok:
             return true;
         case TM_SelfModified:  // this call changed it already
+            return false;
+        case TM_WouldBlock:  // another transaction holds it (skip_held)
+            *held = true;
             return false;
         case TM_Updated:
         case TM_Deleted:
