@@ -276,3 +276,20 @@ SELECT status, pending_deps, (SELECT count(*) FROM wf.ready r WHERE r.queue = j.
   FROM wf.job j WHERE queue = 'rl_child' ORDER BY id;
 SELECT count(*) AS debts FROM wf.release_debt;
 SELECT count(*) AS claimed_children FROM wf_claim('rl_child', max_jobs => 10);
+
+-- A claim reads the inputs of a job with dependencies by hand too
+-- (claim_rows.cpp): each dependency's result under its step name, or its
+-- id; JSON null for a NULL result; dependencies in other queues too; none
+-- found (retention removed them): NULL, as jsonb_object_agg gave.
+SELECT wf_enqueue('in_a', '{}', step_name => 'first') AS ia, wf_enqueue('in_b', '{}') AS ib \gset
+SELECT wf_complete(queue, id, attempt, '{"x": [1, "two"]}') AS done_a FROM wf_claim('in_a');
+SELECT wf_complete(queue, id, attempt) AS done_b FROM wf_claim('in_b');
+SELECT wf_enqueue('in_c', '{}', depends_on => ARRAY[:ia, :ib]) AS ic \gset
+SELECT status FROM wf.job WHERE queue = 'in_c';
+SELECT inputs = jsonb_build_object('first', '{"x": [1, "two"]}'::jsonb, :'ib', 'null'::jsonb) AS inputs_match
+  FROM wf_claim('in_c');
+SELECT wf_enqueue('in_d', '{}') AS id1 \gset
+SELECT wf_complete(queue, id, attempt) AS done_d FROM wf_claim('in_d');
+SELECT wf_enqueue('in_e', '{}', depends_on => ARRAY[:id1]) AS ie \gset
+DELETE FROM wf.job WHERE queue = 'in_d';
+SELECT id = :ie AS is_e, inputs IS NULL AS no_inputs FROM wf_claim('in_e');

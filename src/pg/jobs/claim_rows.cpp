@@ -7,6 +7,7 @@
 #include "pg/jobs/claim_rows.hpp"
 
 #include "pg/base/guard.hpp"
+#include "pg/citus/shard_route.hpp"
 #include "pg/jobs/claim_table.hpp"
 #include "pg/jobs/direct_table.hpp"
 #include "pg/jobs/job_table.hpp"
@@ -17,6 +18,15 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/timestamp.h"
+#include "access/genam.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "utils/array.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/uuid.h"
 }
 
@@ -44,6 +54,91 @@ struct ClaimReadColumns {
           start_by(column_number(t, "start_by", TIMESTAMPTZOID)),
           max_run_time(column_number(t, "max_run_time", INTERVALOID)),
           key(column_number(t, "key", TEXTOID)) {}
+};
+
+// The results of a job's dependencies as its claim hands them out (what
+// claim_reads' jsonb_object_agg built): {step name, or id: result, or
+// null}, each dependency read through wf.job's job_id index at the
+// claim's snapshot; NULL when none is found. Plain C: inside call().
+struct InputsReader {
+    Relation index = nullptr;  // job_id, opened at first use
+    IndexScanDesc scan;
+    TupleTableSlot* parent;
+    AttrNumber step_name_at, result_at;
+
+    void open(Relation jobs, Snapshot snapshot) {
+        Oid oid = get_relname_relid("job_id", get_namespace_oid("wf", false));
+        if (!OidIsValid(oid)) unexpected_table_shape("job", "its index job_id is missing");
+        index = index_open(oid, AccessShareLock);
+        Form_pg_index form = index->rd_index;
+        if (index->rd_rel->relam != BTREE_AM_OID || form->indrelid != RelationGetRelid(jobs) ||
+            form->indnkeyatts < 1 || form->indkey.values[0] != column_number(jobs, "id", INT8OID))
+            unexpected_table_shape("job", "job_id is not a btree on (id)");
+        step_name_at = column_number(jobs, "step_name", TEXTOID);
+        result_at = column_number(jobs, "result", JSONBOID);
+        scan = index_beginscan(jobs, index, snapshot, 1, 0);
+        parent = table_slot_create(jobs, nullptr);
+    }
+
+    // In CurrentMemoryContext (which the caller resets job by job), but
+    // the result in `results`.
+    bool read(Datum depends_on, MemoryContext results, Datum* out) {
+        Datum* ids;
+        bool* id_nulls;
+        int n;
+        deconstruct_array(DatumGetArrayTypeP(depends_on), INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+                          TYPALIGN_DOUBLE, &ids, &id_nulls, &n);
+        JsonbParseState* state = nullptr;
+        pushJsonbValue(&state, WJB_BEGIN_OBJECT, nullptr);
+        int found = 0;
+        for (int i = 0; i < n; i++) {
+            if (id_nulls[i]) continue;
+            ScanKeyData key;
+            ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT8EQ, ids[i]);
+            index_rescan(scan, &key, 1, nullptr, 0);
+            while (index_getnext_slot(scan, ForwardScanDirection, parent)) {
+                bool name_null, result_null;
+                Datum name = slot_getattr(parent, step_name_at, &name_null);
+                Datum result = slot_getattr(parent, result_at, &result_null);
+                // Copies: the slot moves on before the object is built.
+                JsonbValue k;
+                k.type = jbvString;
+                if (name_null) {
+                    k.val.string.val = psprintf(INT64_FORMAT, DatumGetInt64(ids[i]));
+                    k.val.string.len = static_cast<int>(strlen(k.val.string.val));
+                } else {
+                    text* t = DatumGetTextPCopy(name);
+                    k.val.string.val = VARDATA(t);
+                    k.val.string.len = static_cast<int>(VARSIZE(t) - VARHDRSZ);
+                }
+                pushJsonbValue(&state, WJB_KEY, &k);
+                JsonbValue v;
+                if (result_null) {
+                    v.type = jbvNull;
+                } else {
+                    Jsonb* r = DatumGetJsonbPCopy(result);
+                    v.type = jbvBinary;
+                    v.val.binary.data = &r->root;
+                    v.val.binary.len = static_cast<int>(VARSIZE(r) - VARHDRSZ);
+                }
+                pushJsonbValue(&state, WJB_VALUE, &v);
+                found++;
+            }
+        }
+        JsonbValue* object = pushJsonbValue(&state, WJB_END_OBJECT, nullptr);
+        if (found == 0) return false;
+        MemoryContext outer = MemoryContextSwitchTo(results);
+        *out = JsonbPGetDatum(JsonbValueToJsonb(object));
+        MemoryContextSwitchTo(outer);
+        return true;
+    }
+
+    void close() {
+        if (index == nullptr) return;
+        ExecDropSingleTupleTableSlot(parent);
+        index_endscan(scan);
+        index_close(index, NoLock);
+    }
 };
 
 Datum plus(Datum at, const Interval* interval) {
@@ -74,6 +169,8 @@ std::vector<ClaimedJob> start_attempts(Datum queue, const ClaimOwner& owner, Tim
         MemoryContext per_job = AllocSetContextCreate(CurrentMemoryContext, "pg_wf claim",
                                                       ALLOCSET_DEFAULT_SIZES);
         size_t started = 0;
+        InputsReader inputs;
+        const bool by_hand_inputs = current_shard_group() == nullptr;
         for (size_t i = 0; i < count; i++) {
             MemoryContextReset(per_job);
             const ReadyRow& r = rows[i];
@@ -149,9 +246,21 @@ std::vector<ClaimedJob> start_attempts(Datum queue, const ClaimOwner& owner, Tim
             copy(kClaimEvents, at.events, false, -1);
             MemoryContextSwitchTo(outer);
             out.reads_inputs = !slot_attisnull(job, at.depends_on);
+            // Inputs read here, unless dependencies may be in other shard
+            // groups (then claim_reads_in_group reads what they delivered).
+            if (out.reads_inputs && by_hand_inputs) {
+                if (inputs.index == nullptr) inputs.open(jobs_table.table, jobs_table.snapshot);
+                bool isnull;
+                MemoryContext outer_context = MemoryContextSwitchTo(per_job);
+                out.nulls[kClaimInputs] =
+                    !inputs.read(slot_getattr(job, at.depends_on, &isnull), results, &out.values[kClaimInputs]);
+                MemoryContextSwitchTo(outer_context);
+                out.reads_inputs = false;
+            }
             out.reads_checkpoints = c.attempt > 1;
         }
         MemoryContextDelete(per_job);
+        inputs.close();
         claims.close();
         jobs_table.close();
         return started;

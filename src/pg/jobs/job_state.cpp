@@ -813,8 +813,11 @@ void read_inputs_and_checkpoints(Datum queue, std::vector<ClaimedJob>* jobs) {
                     .execute(p.values, p.nulls);
     for (uint64 r = 0; r < rows.size(); r++) {
         ClaimedJob& job = (*jobs)[where.at(rows.int64_at(r, "id"))];
-        job.nulls[kClaimInputs] = rows.is_null(r, "inputs");
-        if (!job.nulls[kClaimInputs]) job.values[kClaimInputs] = rows.datum(r, "inputs");
+        // Inputs read by the claim itself (claim_rows.cpp) are kept.
+        if (job.reads_inputs) {
+            job.nulls[kClaimInputs] = rows.is_null(r, "inputs");
+            if (!job.nulls[kClaimInputs]) job.values[kClaimInputs] = rows.datum(r, "inputs");
+        }
         job.nulls[kClaimCheckpoints] = rows.is_null(r, "checkpoints");
         if (!job.nulls[kClaimCheckpoints]) job.values[kClaimCheckpoints] = rows.datum(r, "checkpoints");
     }
