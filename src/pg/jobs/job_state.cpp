@@ -622,25 +622,7 @@ PreparedStatement fail_unstarted(
 // ---------------------------------------------------------------- enqueue
 
 std::optional<int64> insert_job(const NewJob& job) {
-    Params<19> p;
-    p.set(0, job.queue);
-    p.set(1, text_datum(job.status));
-    p.set(2, job.payload);
-    p.set_or_null(3, !job.run_at, job.run_at.value_or(0));
-    p.set(4, Int32GetDatum(job.priority));
-    p.set(5, Int32GetDatum(job.max_attempts));
-    p.set_or_null(6, !job.idempotency_key, job.idempotency_key.value_or(0));
-    p.set_or_null(7, !job.workflow_id, job.workflow_id.value_or(0));
-    p.set_or_null(8, !job.step_name, job.step_name.value_or(0));
-    p.set_or_null(9, job.depends_on.empty(), job.depends_on.empty() ? 0 : int8_array(job.depends_on));
-    p.set(10, Int32GetDatum(job.pending_deps));
-    p.set_or_null(11, job.last_error.empty(), job.last_error.empty() ? 0 : text_datum(job.last_error));
-    p.set_or_null(12, job.cancelled_by == 0, Int64GetDatum(job.cancelled_by));
-    p.set_or_null(13, !job.key, job.key.value_or(0));
-    p.set_or_null(14, !job.dedup_key, job.dedup_key.value_or(0));
-    p.set_or_null(15, !job.max_run_time, job.max_run_time.value_or(0));
-    p.set_or_null(16, !job.start_by, job.start_by.value_or(0));
-    p.set_or_null(17, !job.version, job.version.value_or(0));
+    // A step of a child workflow belongs to its parent too.
     std::optional<int64> child_of;
     if (job.workflow_id) {
         Params<1> w;
@@ -648,10 +630,29 @@ std::optional<int64> insert_job(const NewJob& job) {
         Rows parent = workflow_parent.execute(w.values, w.nulls);
         if (!parent.empty() && !parent.is_null(0, "child_of")) child_of = parent.int64_at(0, "child_of");
     }
-    p.set_or_null(18, !child_of, Int64GetDatum(child_of.value_or(0)));
     int64 id;
     if (job.idempotency_key) {
         // ON CONFLICT waits for a racing insert of the key, then does nothing.
+        Params<19> p;
+        p.set(0, job.queue);
+        p.set(1, text_datum(job.status));
+        p.set(2, job.payload);
+        p.set_or_null(3, !job.run_at, job.run_at.value_or(0));
+        p.set(4, Int32GetDatum(job.priority));
+        p.set(5, Int32GetDatum(job.max_attempts));
+        p.set(6, *job.idempotency_key);
+        p.set_or_null(7, !job.workflow_id, job.workflow_id.value_or(0));
+        p.set_or_null(8, !job.step_name, job.step_name.value_or(0));
+        p.set_or_null(9, job.depends_on.empty(), job.depends_on.empty() ? 0 : int8_array(job.depends_on));
+        p.set(10, Int32GetDatum(job.pending_deps));
+        p.set_or_null(11, job.last_error.empty(), job.last_error.empty() ? 0 : text_datum(job.last_error));
+        p.set_or_null(12, job.cancelled_by == 0, Int64GetDatum(job.cancelled_by));
+        p.set_or_null(13, !job.key, job.key.value_or(0));
+        p.set_or_null(14, !job.dedup_key, job.dedup_key.value_or(0));
+        p.set_or_null(15, !job.max_run_time, job.max_run_time.value_or(0));
+        p.set_or_null(16, !job.start_by, job.start_by.value_or(0));
+        p.set_or_null(17, !job.version, job.version.value_or(0));
+        p.set_or_null(18, !child_of, Int64GetDatum(child_of.value_or(0)));
         Rows rows = insert_job_with_idempotency_key.execute(p.values, p.nulls);
         if (rows.empty()) return std::nullopt;
         id = rows.int64_at(0, "id");
