@@ -667,3 +667,12 @@ want 11 && echo "  flow control over $flow_keys_label keys, $ref8 clients, 1 job
 echo "  commit-to-wake latency: p50 $(jget "$wake_wf" p50_ms) ms, p99 $(jget "$wake_wf" p99_ms) ms"
 echo "  SIGKILLed client's jobs claimable again after: $(jget "$kill_res" p50_ms) ms (median), $(jget "$kill_res" max_ms) ms (max)"
 echo "(table written to $results_dir/results.md)"
+
+# A server process that crashed during the run (the drain retries its
+# statement, a timed run counts what it lost as nothing) makes the figures
+# suspect and is a bug: say so, and fail.
+crashes=$(grep -c "was terminated by signal" "$work/server.log" || true)
+if [ "${crashes:-0}" -gt 0 ]; then
+    grep -A1 "was terminated by signal" "$work/server.log" >&2
+    die "$crashes server process(es) crashed during the run: see $work/server.log"
+fi

@@ -63,6 +63,7 @@ struct ClaimReadColumns {
 struct InputsReader {
     Relation index = nullptr;  // job_id, opened at first use
     IndexScanDesc scan;
+    MemoryContext scan_context;  // where the scan was opened, for its own allocations
     TupleTableSlot* parent;
     AttrNumber step_name_at, result_at;
 
@@ -76,13 +77,19 @@ struct InputsReader {
             unexpected_table_shape("job", "job_id is not a btree on (id)");
         step_name_at = column_number(jobs, "step_name", TEXTOID);
         result_at = column_number(jobs, "result", JSONBOID);
+        scan_context = CurrentMemoryContext;
         scan = index_beginscan(jobs, index, snapshot, 1, 0);
         parent = table_slot_create(jobs, nullptr);
     }
 
-    // In CurrentMemoryContext (which the caller resets job by job), but
-    // the result in `results`.
+    // The keys and copies in CurrentMemoryContext (which the caller resets
+    // job by job), the result in `results`; the scan itself runs in the
+    // context it was opened in: a B-tree scan allocates state on the way
+    // that must outlive the job (its list of dead entries to mark, when it
+    // first meets one), and that state in a reset context was a use after
+    // free (a backend crashed in a 10,000-job claim of workflow steps).
     bool read(Datum depends_on, MemoryContext results, Datum* out) {
+        MemoryContext scratch = CurrentMemoryContext;
         Datum* ids;
         bool* id_nulls;
         int n;
@@ -95,8 +102,10 @@ struct InputsReader {
             if (id_nulls[i]) continue;
             ScanKeyData key;
             ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT8EQ, ids[i]);
+            MemoryContextSwitchTo(scan_context);
             index_rescan(scan, &key, 1, nullptr, 0);
             while (index_getnext_slot(scan, ForwardScanDirection, parent)) {
+                MemoryContextSwitchTo(scratch);
                 bool name_null, result_null;
                 Datum name = slot_getattr(parent, step_name_at, &name_null);
                 Datum result = slot_getattr(parent, result_at, &result_null);
@@ -123,7 +132,9 @@ struct InputsReader {
                 }
                 pushJsonbValue(&state, WJB_VALUE, &v);
                 found++;
+                MemoryContextSwitchTo(scan_context);
             }
+            MemoryContextSwitchTo(scratch);
         }
         JsonbValue* object = pushJsonbValue(&state, WJB_END_OBJECT, nullptr);
         if (found == 0) return false;
