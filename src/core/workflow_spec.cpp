@@ -1,11 +1,13 @@
 #include "workflow_spec.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <climits>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <unordered_set>
 #include <utility>
 
@@ -135,7 +137,7 @@ const KeyName step_keys[] = {{"name", f_name},
                              {"after", f_after}};
 
 template <std::size_t N>
-Field field_of(const std::string& key, const KeyName (&keys)[N]) {
+Field field_of(std::string_view key, const KeyName (&keys)[N]) {
     for (const KeyName& k : keys)
         if (key == k.key) return k.field;
     return f_unknown;
@@ -179,45 +181,11 @@ public:
     std::optional<std::string> version;
     std::deque<ParsedStep> steps;  // a deque: NameIndex keeps views of the names
     std::vector<std::string> after_names;
-    std::string syntax_error;
 
-    // nlohmann's SAX interface
-    bool null() { return value(Kind::null); }
-    bool boolean(bool v) {
-        text_ = v ? "true" : "false";
-        return value(Kind::boolean);
-    }
-    bool number_integer(json::number_integer_t v) {
-        int_ = v;
-        text_ = std::to_string(v);
-        return value(Kind::integer);
-    }
-    bool number_unsigned(json::number_unsigned_t v) {
-        int_ = v > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(v);
-        text_ = std::to_string(v);
-        return value(Kind::integer);
-    }
-    bool number_float(json::number_float_t, const std::string& text) {
-        text_ = text;
-        // nlohmann writes the locale's decimal point into the text; JSON's is '.'.
-        std::replace(text_.begin(), text_.end(), ',', '.');
-        return value(Kind::fraction);
-    }
-    bool string(std::string& s) {
-        string_ = &s;
-        return value(Kind::string);
-    }
-    bool binary(json::binary_t&) { return value(Kind::string); }  // not produced by JSON text
-    bool start_object(std::size_t) { return value(Kind::object); }
-    bool start_array(std::size_t) { return value(Kind::array); }
-    bool end_object() { return close(); }
-    bool end_array() { return close(); }
-    bool key(std::string& k);
-    template <typename Exception>
-    bool parse_error(std::size_t, const std::string&, const Exception& e) {
-        syntax_error = e.what();
-        return false;
-    }
+    // One token of the spec (see JsonEvent).
+    void read(const JsonEvent& event);
+    // Whether every object and array opened has been closed.
+    bool complete() const { return started_ && stack_.empty(); }
 
 private:
     enum class Ctx { root, steps, step, after, payload, skip };
@@ -235,11 +203,14 @@ private:
     // The scalar of the current event.
     std::int64_t int_ = 0;
     std::string text_;  // a number's or a boolean's text
-    const std::string* string_ = nullptr;
+    std::string_view string_;  // a string's value, valid during its event
+    bool started_ = false;
     // The first error in the current step; given where, `step "x"` or `step 3`.
     std::function<Error(const std::string& where)> pending_;
 
     bool value(Kind k);
+    void key(std::string_view k);
+    void number(std::string_view text);
     void root_value(Field field, Kind k);
     void step_value(Field field, Kind k);
     void after_element(Kind k);
@@ -281,6 +252,67 @@ private:
     std::optional<int> int_value(const char* key, Kind k);
 };
 
+void SpecReader::read(const JsonEvent& event) {
+    // Tokens after the spec's end, or an end with nothing open: not JSON
+    // (jsonb and the text's parser never give them).
+    bool is_end = event.type == JsonEvent::Type::end_object || event.type == JsonEvent::Type::end_array;
+    if (stack_.empty() && (started_ || is_end))
+        throw Error(sqlstate::invalid_text, "workflow spec is not valid JSON",
+                    "It has a token after its end.");
+    started_ = true;
+    switch (event.type) {
+        case JsonEvent::Type::null:
+            value(Kind::null);
+            break;
+        case JsonEvent::Type::boolean:
+            text_.assign(event.text);
+            value(Kind::boolean);
+            break;
+        case JsonEvent::Type::number:
+            number(event.text);
+            break;
+        case JsonEvent::Type::string:
+            string_ = event.text;
+            value(Kind::string);
+            break;
+        case JsonEvent::Type::key:
+            key(event.text);
+            break;
+        case JsonEvent::Type::begin_object:
+            value(Kind::object);
+            break;
+        case JsonEvent::Type::begin_array:
+            value(Kind::array);
+            break;
+        case JsonEvent::Type::end_object:
+        case JsonEvent::Type::end_array:
+            close();
+            break;
+    }
+}
+
+// A number by its text, as nlohmann classifies one: an integer when it has
+// no fraction or exponent and fits int64 (or uint64: kept as INT64_MAX, out
+// of every range checked), else a fraction (123456789012345678901234567890).
+void SpecReader::number(std::string_view text) {
+    text_.assign(text);
+    Kind k = Kind::fraction;
+    if (!text.empty() && text.find_first_of(".eE") == std::string_view::npos) {
+        const char* end = text.data() + text.size();
+        std::int64_t v = 0;
+        std::uint64_t u = 0;
+        if (auto [p, ec] = std::from_chars(text.data(), end, v); ec == std::errc() && p == end) {
+            int_ = v;
+            k = Kind::integer;
+        } else if (auto [q, ec2] = std::from_chars(text.data(), end, u);
+                   ec2 == std::errc() && q == end) {
+            int_ = INT64_MAX;
+            k = Kind::integer;
+        }
+    }
+    value(k);
+}
+
 bool SpecReader::value(Kind k) {
     if (stack_.empty()) {
         if (k != Kind::object)
@@ -316,7 +348,7 @@ bool SpecReader::value(Kind k) {
     return true;
 }
 
-bool SpecReader::key(std::string& k) {
+void SpecReader::key(std::string_view k) {
     Frame& f = stack_.back();
     switch (f.ctx) {
         case Ctx::root:
@@ -330,13 +362,13 @@ bool SpecReader::key(std::string& k) {
         case Ctx::step:
             f.field = field_of(k, step_keys);
             if (f.field == f_unknown) {
-                defer([k](const std::string& where) {
+                defer([k = std::string(k)](const std::string& where) {
                     return Error(sqlstate::invalid_parameter,
                                  "unknown key " + in_quotes(k) + " in " + where, {},
                                  "The keys of a step are " + key_list(step_keys) + ".");
                 });
             } else if (f.seen & f.field) {
-                defer([k](const std::string& where) {
+                defer([k = std::string(k)](const std::string& where) {
                     return Error(sqlstate::invalid_parameter,
                                  "key " + in_quotes(k) + " appears twice in " + where);
                 });
@@ -353,7 +385,6 @@ bool SpecReader::key(std::string& k) {
         default:
             break;
     }
-    return true;
 }
 
 void SpecReader::root_value(Field field, Kind k) {
@@ -371,19 +402,19 @@ void SpecReader::root_value(Field field, Kind k) {
     if (k != Kind::string)
         fail(in_quotes(key) + " of the workflow must be a string", "It is " + describe(k) + ".");
     if (field == f_key || field == f_version) {
-        validate_label(*string_, std::string("workflow ") + key);
-        (field == f_key ? workflow_key : version) = *string_;
+        validate_label(string_, std::string("workflow ") + key);
+        (field == f_key ? workflow_key : version) = string_;
     } else if (field == f_name) {
-        validate_label(*string_, "workflow name");
-        name = *string_;
+        validate_label(string_, "workflow name");
+        name = string_;
     } else {
         try {
-            validate_queue_name(*string_);
+            validate_queue_name(string_);
         } catch (const Error& e) {
             throw Error(e.sqlstate(), std::string(e.what()) + " in the workflow", e.detail(),
                         e.hint());
         }
-        queue = *string_;
+        queue = string_;
     }
 }
 
@@ -415,16 +446,16 @@ void SpecReader::step_value(Field field, Kind k) {
                 defer_wrong_type("name", "a string", k);
                 break;
             }
-            if (string_->empty() || string_->size() > limits::label_bytes) {
+            if (string_.empty() || string_.size() > limits::label_bytes) {
                 // Its "name of step 3" argument is built only for a bad name.
                 try {
-                    validate_label(*string_, "name of " + ordinal());
+                    validate_label(string_, "name of " + ordinal());
                 } catch (const Error& e) {
                     defer(e);
                 }
                 break;
             }
-            step.spec.name = *string_;
+            step.spec.name = string_;
             step.has_name = true;
             break;
         case f_queue:
@@ -432,8 +463,8 @@ void SpecReader::step_value(Field field, Kind k) {
                 defer_wrong_type("queue", "a string", k);
                 break;
             }
-            defer_check([&] { validate_queue_name(*string_); });
-            step.spec.queue = *string_;
+            defer_check([&] { validate_queue_name(string_); });
+            step.spec.queue = string_;
             step.has_queue = true;
             break;
         case f_payload:
@@ -465,33 +496,33 @@ void SpecReader::step_value(Field field, Kind k) {
                 defer_wrong_type("key", "a string", k);
                 break;
             }
-            defer_check([&] { validate_label(*string_, "\"key\""); });
-            step.spec.key = *string_;
+            defer_check([&] { validate_label(string_, "\"key\""); });
+            step.spec.key = string_;
             break;
         case f_version:
             if (k != Kind::string) {
                 defer_wrong_type("version", "a string", k);
                 break;
             }
-            defer_check([&] { validate_label(*string_, "\"version\""); });
-            step.spec.version = *string_;
+            defer_check([&] { validate_label(string_, "\"version\""); });
+            step.spec.version = string_;
             break;
         case f_run_at:
             if (k != Kind::string) {
                 defer_wrong_type("run_at", "a string", k);
-            } else if (string_->empty()) {
+            } else if (string_.empty()) {
                 defer([](const std::string& where) {
                     return Error(sqlstate::invalid_parameter,
                                  "\"run_at\" of " + where + " must not be empty");
                 });
-            } else if (string_->size() > limits::run_at_bytes) {
-                defer([bytes = string_->size()](const std::string& where) {
+            } else if (string_.size() > limits::run_at_bytes) {
+                defer([bytes = string_.size()](const std::string& where) {
                     return Error(sqlstate::program_limit, "\"run_at\" of " + where + " is too long",
                                  "It is limited to " + std::to_string(limits::run_at_bytes) +
                                      " bytes; this one has " + std::to_string(bytes) + ".");
                 });
             } else {
-                step.spec.run_at = *string_;
+                step.spec.run_at = string_;
             }
             break;
         case f_after:
@@ -511,7 +542,7 @@ void SpecReader::step_value(Field field, Kind k) {
 void SpecReader::after_element(Kind k) {
     std::size_t n = ++stack_.back().count;
     if (k == Kind::string) {
-        after_names.push_back(*string_);
+        after_names.emplace_back(string_);
         return;
     }
     defer([n, k](const std::string& where) {
@@ -541,7 +572,7 @@ void SpecReader::payload_value(Kind k) {
             out += text_;
             break;
         case Kind::string:
-            append_string(out, *string_);
+            append_string(out, string_);
             break;
         case Kind::object:
         case Kind::array:
@@ -690,24 +721,57 @@ struct Edges {
          "entries.");
 }
 
-}  // namespace
+// nlohmann's SAX events, from JSON text, as JsonEvents.
+class TextEvents {
+public:
+    explicit TextEvents(SpecReader& reader) : reader_(reader) {}
+    std::string syntax_error;
 
-WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_payload_bytes,
-                                 const std::vector<std::string>& existing_steps,
-                                 const std::string& default_queue) {
+    bool null() { return on(JsonEvent::Type::null); }
+    bool boolean(bool v) { return on(JsonEvent::Type::boolean, v ? "true" : "false"); }
+    bool number_integer(json::number_integer_t v) {
+        return on(JsonEvent::Type::number, std::to_string(v));
+    }
+    bool number_unsigned(json::number_unsigned_t v) {
+        return on(JsonEvent::Type::number, std::to_string(v));
+    }
+    bool number_float(json::number_float_t, const std::string& text) {
+        // nlohmann writes the locale's decimal point into the text; JSON's is '.'.
+        std::string source = text;
+        std::replace(source.begin(), source.end(), ',', '.');
+        return on(JsonEvent::Type::number, source);
+    }
+    bool string(std::string& s) { return on(JsonEvent::Type::string, s); }
+    bool binary(json::binary_t&) { return on(JsonEvent::Type::string); }  // not produced by JSON text
+    bool key(std::string& k) { return on(JsonEvent::Type::key, k); }
+    bool start_object(std::size_t) { return on(JsonEvent::Type::begin_object); }
+    bool start_array(std::size_t) { return on(JsonEvent::Type::begin_array); }
+    bool end_object() { return on(JsonEvent::Type::end_object); }
+    bool end_array() { return on(JsonEvent::Type::end_array); }
+    template <typename Exception>
+    bool parse_error(std::size_t, const std::string&, const Exception& e) {
+        syntax_error = e.what();
+        return false;
+    }
+
+private:
+    SpecReader& reader_;
+    bool on(JsonEvent::Type type, std::string_view text = {}) {
+        reader_.read(JsonEvent{type, text});
+        return true;
+    }
+};
+
+// The spec the reader has read, checked whole: names, queues, predecessors,
+// cycles; its steps in a topological order.
+WorkflowSpec resolve(SpecReader& reader, const std::vector<std::string>& existing_steps,
+                     const std::string& default_queue) {
+    if (!reader.complete())  // a source that stops inside a value; JSON text or jsonb never do
+        throw Error(sqlstate::invalid_text, "workflow spec is not valid JSON",
+                    "It ends inside an object or an array.");
     // Looked up once per name of the new steps and of their "after" lists.
     const std::unordered_set<std::string> existing(existing_steps.begin(), existing_steps.end());
     auto is_existing = [&](const std::string& name) { return existing.count(name) > 0; };
-    SpecReader reader(max_payload_bytes);
-    if (!json::sax_parse(json_text.data(), json_text.data() + json_text.size(), &reader)) {
-        std::string detail = reader.syntax_error;
-        // "[json.exception.parse_error.101] parse error at line 1, column 9: ..."
-        if (auto end = detail.find("] ");
-            detail.rfind("[json.exception", 0) == 0 && end != std::string::npos)
-            detail.erase(0, end + 2);
-        if (!detail.empty()) detail[0] = static_cast<char>(std::toupper(detail[0]));
-        throw Error(sqlstate::invalid_text, "workflow spec is not valid JSON", detail);
-    }
     std::deque<ParsedStep>& steps = reader.steps;
     const std::size_t n = steps.size();
     if (n == 0) fail("workflow has no steps", {}, "List the steps in the array \"steps\".");
@@ -819,6 +883,44 @@ WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_pay
         result.steps.push_back(std::move(step));
     }
     return result;
+}
+
+}  // namespace
+
+WorkflowSpec parse_workflow_spec(std::string_view json_text, std::size_t max_payload_bytes,
+                                 const std::vector<std::string>& existing_steps,
+                                 const std::string& default_queue) {
+    SpecReader reader(max_payload_bytes);
+    TextEvents events(reader);
+    if (!json::sax_parse(json_text.data(), json_text.data() + json_text.size(), &events)) {
+        std::string detail = events.syntax_error;
+        // "[json.exception.parse_error.101] parse error at line 1, column 9: ..."
+        if (auto end = detail.find("] ");
+            detail.rfind("[json.exception", 0) == 0 && end != std::string::npos)
+            detail.erase(0, end + 2);
+        if (!detail.empty()) detail[0] = static_cast<char>(std::toupper(detail[0]));
+        throw Error(sqlstate::invalid_text, "workflow spec is not valid JSON", detail);
+    }
+    return resolve(reader, existing_steps, default_queue);
+}
+
+struct WorkflowSpecReader::State {
+    explicit State(std::size_t max_payload_bytes) : reader(max_payload_bytes) {}
+    SpecReader reader;
+};
+
+WorkflowSpecReader::WorkflowSpecReader(std::size_t max_payload_bytes)
+    : state_(std::make_unique<State>(max_payload_bytes)) {}
+
+WorkflowSpecReader::~WorkflowSpecReader() = default;
+
+void WorkflowSpecReader::read(const JsonEvent& event) {
+    state_->reader.read(event);
+}
+
+WorkflowSpec WorkflowSpecReader::finish(const std::vector<std::string>& existing_steps,
+                                        const std::string& default_queue) {
+    return resolve(state_->reader, existing_steps, default_queue);
 }
 
 }  // namespace wf::core

@@ -45,6 +45,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,40 @@ struct WorkflowSpec {
     // its predecessors moves down to follow the last of them; a spec already
     // in topological order keeps its order exactly.
     std::vector<StepSpec> steps;
+};
+
+// One token of a JSON document. A spec already parsed (jsonb) is read as
+// these, with no JSON text in between; parse_workflow_spec turns text into
+// the same tokens. `text`: a string's or a key's value (unescaped), a
+// number's text as JSON writes it ("12", "1.50", "1e3"), a boolean's
+// ("true"/"false"); it needs to live only until read() returns.
+struct JsonEvent {
+    enum class Type : unsigned char {
+        null, boolean, number, string, key, begin_object, end_object, begin_array, end_array
+    };
+    Type type = Type::null;
+    std::string_view text;
+};
+
+// Reads a spec token by token, then checks it whole: what
+// parse_workflow_spec does, for a source that is not text.
+class WorkflowSpecReader {
+public:
+    explicit WorkflowSpecReader(std::size_t max_payload_bytes);
+    ~WorkflowSpecReader();
+    WorkflowSpecReader(const WorkflowSpecReader&) = delete;
+    WorkflowSpecReader& operator=(const WorkflowSpecReader&) = delete;
+
+    // Throws wf::core::Error at the first error the tokens so far show.
+    void read(const JsonEvent& event);
+    // After the last token: the spec, with parse_workflow_spec's arguments
+    // and errors.
+    WorkflowSpec finish(const std::vector<std::string>& existing_steps = {},
+                        const std::string& default_queue = {});
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
 };
 
 // Throws wf::core::Error: 22P02 for text that is not JSON, 54000 for limits

@@ -986,3 +986,150 @@ TEST(WorkflowSpecScale, HundredThousandStepCycle) {
         << f.message;
     EXPECT_EQ(f.detail, "The cycle has 100000 steps.");
 }
+
+// ---- a spec read as tokens (WorkflowSpecReader), as wf_submit reads jsonb ----
+
+namespace {
+
+using Type = JsonEvent::Type;
+
+// Reads the tokens through one buffer that is overwritten after each read:
+// a token's text needs to live only during read().
+WorkflowSpec read_events(const std::vector<std::pair<Type, std::string>>& events,
+                         std::size_t limit = payload_limit) {
+    WorkflowSpecReader reader(limit);
+    std::string buffer;
+    for (const auto& [type, text] : events) {
+        buffer = text;
+        reader.read(JsonEvent{type, buffer});
+        buffer.assign(buffer.size(), '#');
+    }
+    return reader.finish();
+}
+
+Failure failure_of_events(const std::vector<std::pair<Type, std::string>>& events) {
+    try {
+        read_events(events);
+    } catch (const Error& e) {
+        return {e.sqlstate(), e.what(), e.detail(), e.hint()};
+    }
+    return {};
+}
+
+// {"queue": "q", "steps": [{"name": "a", "payload": <payload>}, {"after": ["a"], "name": "b", "priority": <priority>}]}
+std::vector<std::pair<Type, std::string>> two_steps(
+    std::vector<std::pair<Type, std::string>> payload, std::pair<Type, std::string> priority) {
+    std::vector<std::pair<Type, std::string>> e = {
+        {Type::begin_object, ""}, {Type::key, "queue"}, {Type::string, "q"},
+        {Type::key, "steps"},     {Type::begin_array, ""},
+        {Type::begin_object, ""}, {Type::key, "name"},  {Type::string, "a"},
+        {Type::key, "payload"}};
+    e.insert(e.end(), payload.begin(), payload.end());
+    std::vector<std::pair<Type, std::string>> rest = {
+        {Type::end_object, ""},   {Type::begin_object, ""}, {Type::key, "after"},
+        {Type::begin_array, ""},  {Type::string, "a"},      {Type::end_array, ""},
+        {Type::key, "name"},      {Type::string, "b"},      {Type::key, "priority"},
+        priority,                 {Type::end_object, ""},   {Type::end_array, ""},
+        {Type::end_object, ""}};
+    e.insert(e.end(), rest.begin(), rest.end());
+    return e;
+}
+
+}  // namespace
+
+TEST(WorkflowSpecReader, TokensGiveWhatTheTextGives) {
+    WorkflowSpec w = read_events(two_steps(
+        {{Type::begin_object, ""}, {Type::key, "n"}, {Type::number, "1.50"},
+         {Type::key, "s"}, {Type::string, "line\n\"quoted\""}, {Type::key, "t"},
+         {Type::boolean, "true"}, {Type::key, "z"}, {Type::null, ""}, {Type::end_object, ""}},
+        {Type::number, "7"}));
+    WorkflowSpec t = parse(R"({"queue": "q", "steps": [
+        {"name": "a", "payload": {"n": 1.50, "s": "line\n\"quoted\"", "t": true, "z": null}},
+        {"after": ["a"], "name": "b", "priority": 7}]})");
+    ASSERT_EQ(names(w), names(t));
+    for (std::size_t i = 0; i < 2; i++) {
+        EXPECT_EQ(w.steps[i].queue, t.steps[i].queue);
+        EXPECT_EQ(w.steps[i].payload_json, t.steps[i].payload_json);
+        EXPECT_EQ(w.steps[i].priority, t.steps[i].priority);
+        EXPECT_EQ(w.steps[i].after, t.steps[i].after);
+    }
+    EXPECT_EQ(w.steps[0].payload_json, R"({"n":1.50,"s":"line\n\"quoted\"","t":true,"z":null})");
+    EXPECT_EQ(w.steps[1].priority, 7);
+}
+
+// Numbers arrive as text (jsonb's numeric output) and are classified as
+// nlohmann classifies the same text.
+TEST(WorkflowSpecReader, NumbersAreClassifiedByTheirText) {
+    auto priority_failure = [](const std::string& number) {
+        return failure_of_events(two_steps({{Type::begin_object, ""}, {Type::end_object, ""}},
+                                           {Type::number, number}));
+    };
+    EXPECT_EQ(priority_failure("-2147483648").sqlstate, "");
+    EXPECT_EQ(priority_failure("2147483647").sqlstate, "");
+    for (const char* fraction : {"1.5", "1.0", "1e3", "2.5E+10", "123456789012345678901234567890",
+                                 "-99999999999999999999"}) {
+        Failure f = priority_failure(fraction);
+        EXPECT_EQ(f.message, "\"priority\" of step \"b\" must be an integer") << fraction;
+        EXPECT_EQ(f.detail, "It is a number with a fraction or an exponent.") << fraction;
+    }
+    for (const char* big : {"2147483648", "-2147483649", "18446744073709551615",
+                            "-9223372036854775808"}) {
+        Failure f = priority_failure(big);
+        EXPECT_EQ(f.message, "\"priority\" of step \"b\" is out of range for an integer") << big;
+    }
+    WorkflowSpec w = read_events(two_steps({{Type::number, "123456789012345678901234567890"}},
+                                           {Type::number, "0"}));
+    EXPECT_EQ(w.steps[0].payload_json, "123456789012345678901234567890");
+}
+
+TEST(WorkflowSpecReader, ErrorsAreTheTextsErrors) {
+    // A scalar spec, a key typo in a step, a payload over the limit.
+    Failure scalar = failure_of_events({{Type::number, "5"}});
+    EXPECT_EQ(scalar.sqlstate, "22023");
+    EXPECT_EQ(scalar.message, "workflow spec must be a JSON object");
+    EXPECT_EQ(scalar.detail, "It is a number.");
+    auto events = two_steps({{Type::string, "x"}}, {Type::number, "1"});
+    events[6].second = "nmae";  // step 1's "name"
+    Failure typo = failure_of_events(events);
+    EXPECT_EQ(typo.message, failure_of(R"({"queue": "q", "steps": [{"nmae": "a", "payload": "x"},
+        {"after": ["a"], "name": "b", "priority": 1}]})").message);
+    EXPECT_EQ(typo.message, "unknown key \"nmae\" in step 1");
+    try {
+        read_events(two_steps({{Type::string, std::string(40, 'x')}}, {Type::number, "1"}), 32);
+        ADD_FAILURE() << "a payload over the limit was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.sqlstate(), "54000");
+    }
+}
+
+TEST(WorkflowSpecReader, ASourceThatStopsInsideAValueIsRefused) {
+    WorkflowSpecReader reader(payload_limit);
+    reader.read(JsonEvent{Type::begin_object});
+    reader.read(JsonEvent{Type::key, "queue"});
+    reader.read(JsonEvent{Type::string, "q"});
+    try {
+        reader.finish();
+        ADD_FAILURE() << "an unfinished spec was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.sqlstate(), "22P02");
+        EXPECT_EQ(std::string(e.detail()), "It ends inside an object or an array.");
+    }
+    WorkflowSpecReader nothing(payload_limit);
+    EXPECT_THROW(nothing.finish(), Error);
+}
+
+TEST(WorkflowSpecReader, TokensAfterTheEndAreRefused) {
+    for (Type extra : {Type::end_object, Type::begin_object, Type::null}) {
+        WorkflowSpecReader reader(payload_limit);
+        if (extra != Type::end_object) {
+            reader.read(JsonEvent{Type::begin_object});
+            reader.read(JsonEvent{Type::end_object});
+        }
+        try {
+            reader.read(JsonEvent{extra});
+            ADD_FAILURE() << "a token after the end was read";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.sqlstate(), "22P02");
+        }
+    }
+}

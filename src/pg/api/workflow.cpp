@@ -23,20 +23,15 @@
 namespace wf::pg {
 namespace {
 
-// After a workflow's steps are inserted by hand (job and ready rows,
-// job_inserts.hpp), one statement adds the edges their predecessors' ends
-// release them by ($1..$3: parent id, child queue, child id) and the
-// workflow's row ($9: a new one) or its new step count (more steps of an
-// existing one).
+// After a workflow's steps and their edges are inserted by hand
+// (job_inserts.hpp), the workflow's row ($6: a new one) or its new step
+// count (more steps of an existing one).
 PreparedStatement insert_workflow(
-    "WITH edges AS (INSERT INTO wf.dependency (parent_id, child_queue, child_id)"
-    "           SELECT x.parent_id, x.child_queue, x.child_id"
-    "             FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(parent_id, child_queue, child_id)),"
-    " head AS (INSERT INTO wf.workflow (id, name, steps, key, child_of)"
-    "          SELECT $4, $5, $6, $7, $8 WHERE $9),"
-    " grown AS (UPDATE wf.workflow SET steps = steps + $6 WHERE NOT $9 AND id = $4)"
+    "WITH head AS (INSERT INTO wf.workflow (id, name, steps, key, child_of)"
+    "              SELECT $1, $2, $3, $4, $5 WHERE $6),"
+    " grown AS (UPDATE wf.workflow SET steps = steps + $3 WHERE NOT $6 AND id = $1)"
     " SELECT 1 AS done",
-    {INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, UUIDOID, TEXTOID, INT4OID, TEXTOID, INT8OID, BOOLOID});
+    {UUIDOID, TEXTOID, INT4OID, TEXTOID, INT8OID, BOOLOID});
 
 // A new workflow's id: a random (version 4) UUID, as gen_random_uuid().
 pg_uuid_t random_uuid() {
@@ -254,6 +249,10 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     const core::StepSpec* steps = spec.steps.data();
     Datum child_of = Int64GetDatum(target.child_of.value_or(0));
     bool child_of_null = !target.child_of;
+    const Datum* parents = edge_parents.data();
+    const Datum* queues = edge_queues.data();
+    const Datum* children = edge_children.data();
+    size_t nedges = edge_parents.size();
     call([&] {
         JobInserts inserts;
         inserts.open("wf_submit");
@@ -266,20 +265,25 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
             inserts.add(rows[i], child_of, child_of_null);
         }
         inserts.flush();
+        // The edges, in the same statement's snapshot and command.
+        DependencyInserts edges;
+        edges.open("wf_submit");
+        for (size_t e = 0; e < nedges; e++) {
+            edges.add(DatumGetInt64(parents[e]), queues[e], DatumGetInt64(children[e]));
+            if (edges.full()) edges.flush(inserts.snapshot, inserts.command);
+        }
+        edges.flush(inserts.snapshot, inserts.command);
+        edges.close();
         inserts.close();
     });
 
-    std::vector<bool> no_nulls;
-    Params<9> p;
-    p.set(0, datum_array(edge_parents, no_nulls, INT8OID));
-    p.set(1, datum_array(edge_queues, no_nulls, TEXTOID));
-    p.set(2, datum_array(edge_children, no_nulls, INT8OID));
-    p.set(3, workflow_datum);
-    p.set_or_null(4, !spec.name, spec.name ? text_datum(*spec.name) : 0);
-    p.set(5, Int32GetDatum(static_cast<int32>(n)));
-    p.set_or_null(6, !spec.key, spec.key ? text_datum(*spec.key) : 0);
-    p.set_or_null(7, !target.child_of, child_of);
-    p.set(8, BoolGetDatum(!target.workflow_id));
+    Params<6> p;
+    p.set(0, workflow_datum);
+    p.set_or_null(1, !spec.name, spec.name ? text_datum(*spec.name) : 0);
+    p.set(2, Int32GetDatum(static_cast<int32>(n)));
+    p.set_or_null(3, !spec.key, spec.key ? text_datum(*spec.key) : 0);
+    p.set_or_null(4, !target.child_of, child_of);
+    p.set(5, BoolGetDatum(!target.workflow_id));
     insert_workflow.execute(p.values, p.nulls);
     for (const core::StepSpec& step : spec.steps) count(step.queue, Metric::enqueued);
 
@@ -327,15 +331,101 @@ pg_uuid_t start_workflow(const core::WorkflowSpec& spec) {
     return id;
 }
 
-// A spec argument as JSON text.
-std::string spec_text(FunctionCallInfo fcinfo, int n, const char* name) {
-    core::require_not_null(PG_ARGISNULL(n), name);
-    Datum d = PG_GETARG_DATUM(n);
-    const char* text = call([&] {
-        Jsonb* spec = DatumGetJsonbP(d);
-        return static_cast<const char*>(JsonbToCString(nullptr, &spec->root, VARSIZE(spec)));
+// A spec (jsonb) read token by token into the spec reader, with no JSON text
+// in between: the tokens of a chunk are taken from the jsonb inside call(),
+// then read by the C++ reader outside it. Strings are views into the jsonb;
+// numbers are written as text (numeric_out, as jsonb's own text output) into
+// a context reset per chunk. `steps_only`: the jsonb is an array of steps
+// (wf_complete_with_steps), read as {"steps": [...]}.
+core::WorkflowSpec read_jsonb_spec(Datum spec_datum, bool steps_only = false,
+                                   const std::vector<std::string>& existing_steps = {},
+                                   const std::string& default_queue = {}) {
+    using Event = core::JsonEvent;
+    core::WorkflowSpecReader reader(static_cast<size_t>(max_payload_size));
+    if (steps_only) {
+        reader.read(Event{Event::Type::begin_object});
+        reader.read(Event{Event::Type::key, "steps"});
+    }
+    constexpr size_t kChunk = 1024;
+    std::vector<Event> events(kChunk);
+    Event* out = events.data();
+    struct Walk {
+        JsonbIterator* it;
+        MemoryContext numbers;
+        bool scalar_root;  // a lone scalar: jsonb wraps it in an array of one
+        bool done;
+    };
+    Walk walk = call([&] {
+        Jsonb* spec = DatumGetJsonbP(spec_datum);
+        return Walk{JsonbIteratorInit(&spec->root),
+                    AllocSetContextCreate(CurrentMemoryContext, "wf spec numbers",
+                                          ALLOCSET_SMALL_SIZES),
+                    JB_ROOT_IS_SCALAR(spec), false};
     });
-    return text;
+    while (!walk.done) {
+        size_t count = call([&] {
+            MemoryContextReset(walk.numbers);
+            size_t k = 0;
+            JsonbValue v;
+            while (k < kChunk) {
+                switch (JsonbIteratorNext(&walk.it, &v, false)) {
+                    case WJB_DONE:
+                        walk.done = true;
+                        return k;
+                    case WJB_BEGIN_OBJECT:
+                        out[k++] = Event{Event::Type::begin_object};
+                        break;
+                    case WJB_END_OBJECT:
+                        out[k++] = Event{Event::Type::end_object};
+                        break;
+                    case WJB_BEGIN_ARRAY:
+                        if (!walk.scalar_root) out[k++] = Event{Event::Type::begin_array};
+                        break;
+                    case WJB_END_ARRAY:
+                        if (!walk.scalar_root) out[k++] = Event{Event::Type::end_array};
+                        break;
+                    case WJB_KEY:
+                        out[k++] = Event{Event::Type::key,
+                                         std::string_view(v.val.string.val, v.val.string.len)};
+                        break;
+                    case WJB_VALUE:
+                    case WJB_ELEM:
+                        switch (v.type) {
+                            case jbvString:
+                                out[k++] = Event{Event::Type::string,
+                                                 std::string_view(v.val.string.val, v.val.string.len)};
+                                break;
+                            case jbvNumeric: {
+                                MemoryContext outer = MemoryContextSwitchTo(walk.numbers);
+                                const char* digits = DatumGetCString(
+                                    DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+                                MemoryContextSwitchTo(outer);
+                                out[k++] = Event{Event::Type::number, std::string_view(digits)};
+                                break;
+                            }
+                            case jbvBool:
+                                out[k++] = Event{Event::Type::boolean, v.val.boolean ? "true" : "false"};
+                                break;
+                            default:  // jbvNull; nested containers come as BEGIN tokens
+                                out[k++] = Event{Event::Type::null};
+                                break;
+                        }
+                        break;
+                }
+            }
+            return k;
+        });
+        for (size_t i = 0; i < count; i++) reader.read(out[i]);
+    }
+    call([&] { MemoryContextDelete(walk.numbers); });
+    if (steps_only) reader.read(Event{Event::Type::end_object});
+    return reader.finish(existing_steps, default_queue);
+}
+
+// A spec argument, not NULL.
+Datum spec_arg(FunctionCallInfo fcinfo, int n, const char* name) {
+    core::require_not_null(PG_ARGISNULL(n), name);
+    return PG_GETARG_DATUM(n);
 }
 
 Datum uuid_result(const pg_uuid_t& id) {
@@ -356,13 +446,10 @@ void require_workflow_step(const RunningAttempt& step, const FencingToken& token
 // (`done`: those done, the completing one among them); a step without a
 // queue is in the completing step's. Added steps run after new ones and
 // after done ones only.
-core::WorkflowSpec parse_added_steps(const std::string& steps_text,
-                                     const std::vector<std::string>& names,
+core::WorkflowSpec parse_added_steps(Datum steps, const std::vector<std::string>& names,
                                      const std::map<std::string, bool>& done,
                                      const FencingToken& token) {
-    core::WorkflowSpec spec = core::parse_workflow_spec(
-        "{\"steps\":" + steps_text + "}", static_cast<size_t>(max_payload_size), names,
-        std::string(token.queue_name));
+    core::WorkflowSpec spec = read_jsonb_spec(steps, true, names, std::string(token.queue_name));
     for (const core::StepSpec& added : spec.steps)
         for (const std::string& parent : added.after_existing) {
             auto found = done.find(parent);
@@ -687,7 +774,7 @@ std::optional<pg_uuid_t> start_child_on_cluster(const FencingToken& token, std::
 // steps to it), its steps read from every group, the new ones inserted in
 // theirs, then the step completed in its group (wf_complete there).
 bool complete_with_steps_on_cluster(const FencingToken& token, std::optional<Datum> result,
-                                    const std::string& steps_text) {
+                                    Datum steps, bool no_steps) {
     require_schema_at_least("1.8", "wf_complete_with_steps on a distributed pg_wf");
     require_cross_group_tables();
     std::optional<RunningAttempt> step = lock_running_attempt_on_cluster(token);
@@ -696,7 +783,7 @@ bool complete_with_steps_on_cluster(const FencingToken& token, std::optional<Dat
     // (The step is locked: its completion cannot find the token stale. One
     // whose cancellation was requested ends cancelled, and true is said, as
     // on one server.)
-    if (step->cancel_requested || steps_text == "[]") {
+    if (step->cancel_requested || no_steps) {
         complete_on_cluster(token, result);
         return true;
     }
@@ -719,7 +806,7 @@ bool complete_with_steps_on_cluster(const FencingToken& token, std::optional<Dat
         done[name] = id == token.id || existing.text_at(r, "status") == "done";
         if (done[name]) target.existing[name] = {id, existing.text_at(r, "queue")};
     }
-    core::WorkflowSpec spec = parse_added_steps(steps_text, names, done, token);
+    core::WorkflowSpec spec = parse_added_steps(steps, names, done, token);
     std::set<std::string> queues;
     for (const core::StepSpec& added : spec.steps) queues.insert(added.queue);
     for (const std::string& queue : queues) require_right(Capability::produce, queue);
@@ -872,8 +959,7 @@ using namespace wf::pg;
 
 // wf_submit(spec jsonb) -> uuid
 WF_SQL_FUNCTION(wf_submit) {
-    std::string text = spec_text(fcinfo, 0, "spec");
-    core::WorkflowSpec spec = core::parse_workflow_spec(text, static_cast<size_t>(max_payload_size));
+    core::WorkflowSpec spec = read_jsonb_spec(spec_arg(fcinfo, 0, "spec"));
     pg_uuid_t id = with_job_tables_anywhere([&] {
         if (distributed()) return submit_on_cluster(spec);
         return start_workflow(spec);
@@ -885,11 +971,11 @@ WF_SQL_FUNCTION(wf_submit) {
 // workflow that holds the spec's key (started from the spec when none
 // does), after the event is signalled, in one transaction.
 WF_SQL_FUNCTION(wf_signal_with_start) {
-    std::string text = spec_text(fcinfo, 0, "spec");
+    Datum spec_datum = spec_arg(fcinfo, 0, "spec");
     std::string_view event = text_arg(fcinfo, 1, "event");
     core::validate_event_name(event);
     if (!PG_ARGISNULL(2)) payload_arg(fcinfo, 2, "payload");
-    core::WorkflowSpec spec = core::parse_workflow_spec(text, static_cast<size_t>(max_payload_size));
+    core::WorkflowSpec spec = read_jsonb_spec(spec_datum);
     if (!spec.key)
         throw core::Error(core::sqlstate::invalid_parameter,
                           "wf_signal_with_start needs a workflow \"key\" in its spec",
@@ -917,8 +1003,7 @@ WF_SQL_FUNCTION(wf_start_child) {
     FencingToken token = fencing_token_arg(fcinfo);
     std::string_view name = text_arg(fcinfo, 3, "name");
     core::validate_label(name, "name");
-    std::string text = spec_text(fcinfo, 4, "spec");
-    core::WorkflowSpec spec = core::parse_workflow_spec(text, static_cast<size_t>(max_payload_size));
+    core::WorkflowSpec spec = read_jsonb_spec(spec_arg(fcinfo, 4, "spec"));
     if (spec.key)
         throw core::Error(core::sqlstate::invalid_parameter,
                           "a child workflow cannot have a \"key\"",
@@ -956,15 +1041,19 @@ WF_SQL_FUNCTION(wf_start_child) {
 WF_SQL_FUNCTION(wf_complete_with_steps) {
     FencingToken token = fencing_token_arg(fcinfo);
     if (!PG_ARGISNULL(3)) payload_arg(fcinfo, 3, "result");
-    std::string steps_text = spec_text(fcinfo, 4, "steps");
-    if (steps_text.empty() || steps_text.front() != '[')
+    Datum steps = spec_arg(fcinfo, 4, "steps");
+    int step_count = call([&] {
+        Jsonb* array = DatumGetJsonbP(steps);
+        return JB_ROOT_IS_ARRAY(array) && !JB_ROOT_IS_SCALAR(array) ? JB_ROOT_COUNT(array) : -1;
+    });
+    if (step_count < 0)
         throw core::Error(core::sqlstate::invalid_parameter, "steps must be a JSON array",
                           {}, "Pass the new steps as wf_submit's \"steps\": "
                               "'[{\"name\": \"a\", \"payload\": {}}]'.");
 
     bool completed = with_job_tables_anywhere([&] {
         require_right(Capability::work, token.queue_name);
-        if (distributed()) return complete_with_steps_on_cluster(token, optional_arg(fcinfo, 3), steps_text);
+        if (distributed()) return complete_with_steps_on_cluster(token, optional_arg(fcinfo, 3), steps, step_count == 0);
         std::optional<RunningAttempt> step = lock_running_attempt(token);
         if (!step) return false;
         require_workflow_step(*step, token);
@@ -973,7 +1062,7 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
         target.default_version = step->version;
         // Steps added to a child workflow belong to the same parent.
         target.child_of = step->child_of;
-        if (step->cancel_requested || steps_text == "[]") {
+        if (step->cancel_requested || step_count == 0) {
             complete_job(token, optional_arg(fcinfo, 3));
             return true;
         }
@@ -993,7 +1082,7 @@ WF_SQL_FUNCTION(wf_complete_with_steps) {
             target.existing[name] = id;
             done[name] = id == token.id || existing.text_at(r, "status") == "done";
         }
-        core::WorkflowSpec spec = parse_added_steps(steps_text, names, done, token);
+        core::WorkflowSpec spec = parse_added_steps(steps, names, done, token);
         std::vector<int64> outer_parents;
         for (const core::StepSpec& added : spec.steps)
             for (const std::string& parent : added.after_existing)

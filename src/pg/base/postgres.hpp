@@ -38,6 +38,7 @@ extern "C" {
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"

@@ -53,6 +53,8 @@ const ExpectedColumn kReadyColumns[] = {{kReadyQueue, "queue", TEXTOID},
                                         {kReadyVersion, "version", TEXTOID}};
 const char* const kReadyColumnNames[] = {"queue", "priority", "run_at", "id", "key", "version"};
 
+const char* const kDependencyColumnNames[] = {"parent_id", "child_queue", "child_id"};
+
 // The next slot of `slots` to fill, made at first use (in `home`: rows
 // are freed batch by batch, slots last the call), emptied.
 TupleTableSlot* next_slot(Relation table, TupleTableSlot** slots, int* made, int index, MemoryContext home) {
@@ -120,6 +122,42 @@ void ReadyInserts::flush(Snapshot snapshot, CommandId command) {
 }
 
 void ReadyInserts::close() {
+    entries.close();
+    for (int i = 0; i < slots_made; i++) ExecDropSingleTupleTableSlot(slots[i]);
+    index_close(index, NoLock);
+    table_close(table, NoLock);
+}
+
+const ExpectedColumn kDependencyColumns[3] = {{kDependencyParentId, "parent_id", INT8OID},
+                                              {kDependencyChildQueue, "child_queue", TEXTOID},
+                                              {kDependencyChildId, "child_id", INT8OID}};
+
+void DependencyInserts::open(const char* function) {
+    if (current_shard_group() != nullptr) elog(ERROR, "pg_wf: edges of a shard group are inserted by SQL");
+    entries.init();
+    slots_made = buffered = 0;
+    home = CurrentMemoryContext;
+    open_hot_table(function, "dependency", "dependency_pkey", "", kInsert, kDependencyColumns,
+                   lengthof(kDependencyColumns), 3, &table, &index);
+    require_only_columns(table, kDependencyColumnNames, lengthof(kDependencyColumnNames));
+}
+
+void DependencyInserts::add(int64 parent_id, Datum child_queue, int64 child_id) {
+    TupleTableSlot* r = next_slot(table, slots, &slots_made, buffered, home);
+    set(r, kDependencyParentId, Int64GetDatum(parent_id));
+    set(r, kDependencyChildQueue, child_queue);
+    set(r, kDependencyChildId, Int64GetDatum(child_id));
+    require_not_null(table, r->tts_isnull);
+    ExecStoreVirtualTuple(r);
+    buffered++;
+}
+
+void DependencyInserts::flush(Snapshot snapshot, CommandId command) {
+    write_rows(table, slots, buffered, &entries, snapshot, command);
+    buffered = 0;
+}
+
+void DependencyInserts::close() {
     entries.close();
     for (int i = 0; i < slots_made; i++) ExecDropSingleTupleTableSlot(slots[i]);
     index_close(index, NoLock);

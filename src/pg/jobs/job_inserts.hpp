@@ -37,6 +37,30 @@ struct ReadyInserts {
     void close();
 };
 
+// wf.dependency's columns (sql/pg_wf.sql), all of them, its key in this order.
+constexpr AttrNumber kDependencyParentId = 1, kDependencyChildQueue = 2, kDependencyChildId = 3;
+extern const ExpectedColumn kDependencyColumns[3];
+
+// wf.dependency rows inserted by hand: the edges of new workflow steps
+// (wf_submit), buffered and written as ReadyInserts writes. Not on a
+// distributed pg_wf (its groups' edges stay SQL). Plain C: every member
+// runs inside call().
+struct DependencyInserts {
+    Relation table, index;
+    TupleTableSlot* slots[kInsertBatch];
+    int slots_made, buffered;
+    IndexEntries entries;
+    MemoryContext home;
+
+    void open(const char* function);
+    // `child_queue` (text) must live until the next flush(); the caller
+    // flushes when full().
+    void add(int64 parent_id, Datum child_queue, int64 child_id);
+    bool full() const { return buffered == kInsertBatch; }
+    void flush(Snapshot snapshot, CommandId command);
+    void close();
+};
+
 // wf.job and wf.ready, open for one call (on a distributed pg_wf, the
 // shards of the group the call is routed to). Plain C: every member runs
 // inside call().

@@ -26,10 +26,6 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-// wf.dependency's columns (sql/pg_wf.sql), its key in this order.
-constexpr AttrNumber kParentId = 1, kChildQueue = 2, kChildId = 3;
-const ExpectedColumn kDependencyColumns[] = {
-    {kParentId, "parent_id", INT8OID}, {kChildQueue, "child_queue", TEXTOID}, {kChildId, "child_id", INT8OID}};
 
 struct Edge {
     int64 child_id;
@@ -82,8 +78,8 @@ Edge* read_edges(const int64* parents, size_t nparents, Snapshot snapshot, int* 
                 edges = static_cast<Edge*>(repalloc(edges, capacity * sizeof(Edge)));
             }
             bool isnull;
-            edges[n].child_id = DatumGetInt64(slot_getattr(slot, kChildId, &isnull));
-            edges[n].child_queue = datumCopy(slot_getattr(slot, kChildQueue, &isnull), false, -1);
+            edges[n].child_id = DatumGetInt64(slot_getattr(slot, kDependencyChildId, &isnull));
+            edges[n].child_queue = datumCopy(slot_getattr(slot, kDependencyChildQueue, &isnull), false, -1);
             n++;
         }
     }
