@@ -225,13 +225,30 @@ SELECT status, last_error = format('dependency job %s failed', :d1) AS error_nam
   FROM wf.job j WHERE queue = 'in_deps' AND id = :d3;
 COMMIT;
 
--- wf_submit inserts its steps by hand too (job and ready rows; the edges
--- and the workflow's row by SQL after them): the same checks, and the
--- same rows as before.
+-- wf_submit inserts its steps by hand too (job and ready rows, the edges;
+-- the workflow's row by SQL after them): the same checks, and the same
+-- rows as before.
 BEGIN;
 ALTER TABLE wf.job ADD COLUMN note text;
 SELECT try_sql($$SELECT wf_submit('{"name": "in_wf_check", "queue": "in_wf", "steps": [{"name": "a"}]}')$$)
        AS submit_unknown_column;
+ROLLBACK;
+-- Its edges: wf.dependency altered by hand, or pg_wf's role without INSERT
+-- on it, refuse the workflow (55000, 42501) and leave nothing behind.
+BEGIN;
+ALTER TABLE wf.dependency ADD COLUMN note text;
+SELECT try_sql($$SELECT wf_submit('{"name": "in_wf_check", "queue": "in_wf", "steps": [
+                    {"name": "a"}, {"name": "b", "after": ["a"]}]}')$$) AS dependency_altered;
+ROLLBACK;
+BEGIN;
+REVOKE INSERT ON wf.dependency FROM wf_owner;
+SELECT try_sql($$SELECT wf_submit('{"name": "in_wf_check", "queue": "in_wf", "steps": [
+                    {"name": "a"}, {"name": "b", "after": ["a"]}]}')$$) AS without_insert_on_dependency;
+ROLLBACK;
+BEGIN;
+ALTER TABLE wf.dependency ADD CHECK (child_id > 0);
+SELECT try_sql($$SELECT wf_submit('{"name": "in_wf_check", "queue": "in_wf", "steps": [
+                    {"name": "a"}, {"name": "b", "after": ["a"]}]}')$$) AS dependency_with_check;
 ROLLBACK;
 SELECT count(*) AS workflows FROM wf.workflow WHERE name = 'in_wf_check';
 BEGIN;
@@ -245,8 +262,21 @@ SELECT step_name, status, payload, priority, max_attempts, attempt_budget, pendi
        (SELECT count(*) FROM wf.ready r WHERE r.queue = j.queue AND r.id = j.id) AS ready
   FROM wf.job j WHERE queue = 'in_wf' ORDER BY id;
 SELECT name, steps, child_of FROM wf.workflow WHERE id = :'w';
-SELECT count(*) AS edges FROM wf.dependency d JOIN wf.job j ON j.id = d.child_id WHERE j.workflow_id = :'w';
+SELECT p.step_name AS parent, c.step_name AS child, d.child_queue
+  FROM wf.dependency d JOIN wf.job c ON c.id = d.child_id JOIN wf.job p ON p.id = d.parent_id
+ WHERE c.workflow_id = :'w' ORDER BY 1, 2;
 COMMIT;
+-- The spec is read from its jsonb as it is: numbers keep their digits into
+-- the payload, a spec that is no object and steps that are no array get
+-- the errors they got as text.
+SELECT wf_submit('{"queue": "in_wf_num", "steps": [{"name": "n", "priority": -3,
+                   "payload": {"exact": 0.1000000000000000055511151231257827, "big": 123456789012345678901234567890,
+                               "e": 1e3, "s": "é\"\n", "t": true, "z": null, "a": [1, [2, {}]]}}]}') IS NOT NULL AS submitted;
+SELECT priority, payload, payload->>'exact' AS exact_digits FROM wf.job WHERE queue = 'in_wf_num';
+SELECT try_sql($$SELECT wf_submit('5')$$) AS scalar_spec;
+SELECT try_sql($$SELECT wf_submit('{"queue": "q", "steps": {"name": "x"}}')$$) AS steps_no_array;
+SELECT try_sql($$SELECT wf_submit('{"queue": "q", "steps": [{"name": "x", "priority": 1.5}]}')$$) AS fraction_priority;
+SELECT try_sql($$SELECT wf_submit('{"queue": "q", "steps": [{"name": "x", "priority": 12345678901234567890}]}')$$) AS huge_priority;
 
 -- A completion releases its blocked children without the executor too
 -- (release_rows.cpp): a child's count goes down by one per finished
