@@ -85,6 +85,60 @@ usleep(400_000);
 is($node->safe_psql('postgres', 'SELECT wf_sweep()'), '1', 'wf_sweep() recovers an expired lease');
 is($enq->query_safe("SELECT wf_heartbeat('leased', $lid, 1)"), 'f', 'whose owner is told so');
 
+# ---- releases without the worker: the statements that wait ----
+# With no worker to leave a debt to, a completion releases its children by
+# SQL, waiting for a child another completion holds (release_dependents'
+# other path): the same counts, run_at and ready rows as the release by hand.
+my ($r1, $r2) = split /\|/, $node->safe_psql('postgres',
+	"SELECT wf_enqueue('rl_q', '{}'), wf_enqueue('rl_q', '{}')");
+my ($rc, $rlate, $rsole) = split /\|/, $node->safe_psql('postgres', qq{
+	SELECT wf_enqueue('rl_child', '{}', depends_on => ARRAY[$r1, $r2]),
+	       wf_enqueue('rl_child', '{}', depends_on => ARRAY[$r1], run_at => now() + interval '1 day'),
+	       wf_enqueue('rl_child', '{}', depends_on => ARRAY[$r2])});
+is($node->safe_psql('postgres', "SELECT count(*) FROM wf_claim('rl_q', max_jobs => 2)"), '2', 'parents claimed');
+is($node->safe_psql('postgres', "SELECT wf_complete('rl_q', $r1, 1)"), 't', 'first parent completes');
+is( $node->safe_psql('postgres', qq{
+	SELECT string_agg(status || ':' || pending_deps || ':' || (run_at > now() + interval '23 hours') || ':'
+	                  || (SELECT count(*) FROM wf.ready r WHERE r.queue = j.queue AND r.id = j.id), ',' ORDER BY id)
+	  FROM wf.job j WHERE queue = 'rl_child'}),
+	'blocked:1:false:0,pending:0:true:1,blocked:1:false:0',
+	'one parent done: the shared child waits for the other, the late one is ready at its own run_at');
+is($node->safe_psql('postgres', "SELECT count(*) FROM wf_complete_many('rl_q', ARRAY[$r2], ARRAY[1])"),
+	'1', 'second parent completes');
+is( $node->safe_psql('postgres', qq{
+	SELECT string_agg(status || ':' || pending_deps || ':'
+	                  || (SELECT count(*) FROM wf.ready r WHERE r.queue = j.queue AND r.id = j.id), ',' ORDER BY id)
+	  FROM wf.job j WHERE queue = 'rl_child'}),
+	'pending:0:1,pending:0:1,pending:0:1', 'every child is pending with its ready row');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM wf.release_debt'), '0', 'no debt without a worker');
+is($node->safe_psql('postgres', "SELECT count(*) FROM wf_claim('rl_child', max_jobs => 10)"),
+	'2', 'the two children due now are claimable');
+
+# Two completions of a shared child's parents at once: the second waits
+# for the first's commit, then releases the child.
+my ($p1, $p2) = split /\|/, $node->safe_psql('postgres',
+	"SELECT wf_enqueue('rl_race', '{}'), wf_enqueue('rl_race', '{}')");
+my $shared = $node->safe_psql('postgres',
+	"SELECT wf_enqueue('rl_race_child', '{}', depends_on => ARRAY[$p1, $p2])");
+$node->safe_psql('postgres', "SELECT count(*) FROM wf_claim('rl_race', max_jobs => 2)");
+my $first = $node->background_psql('postgres');
+my $second = $node->background_psql('postgres');
+$first->query_safe("BEGIN; SELECT wf_complete('rl_race', $p1, 1)");
+my $second_pid = backend_pid($second);
+start_query($second, "SELECT wf_complete('rl_race', $p2, 1)");
+ok( $node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $second_pid"),
+	'the second completion waits for the first (no worker to leave the release to)');
+$first->query_safe('COMMIT');
+is(finish_query($second), 't', 'then completes');
+is( $node->safe_psql('postgres', qq{
+	SELECT status || ':' || pending_deps || ':'
+	       || (SELECT count(*) FROM wf.ready r WHERE r.queue = j.queue AND r.id = j.id)
+	  FROM wf.job j WHERE id = $shared}),
+	'pending:0:1', 'and the shared child is released once');
+$first->quit;
+$second->quit;
+
 $waiter->quit;
 $enq->quit;
 $node->stop;
