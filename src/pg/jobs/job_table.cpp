@@ -57,8 +57,8 @@ bool JobTable::find(int64 id) {
     return index_getnext_slot(scan, ForwardScanDirection, found);
 }
 
-bool JobTable::lock(int64 id, bool skip_held, bool* held) {
-    return find(id) && lock_found(skip_held, held);
+bool JobTable::lock(int64 id) {
+    return find(id) && lock_found();
 }
 
 bool JobTable::lock_found(bool skip_held, bool* held) {
@@ -76,7 +76,7 @@ bool JobTable::lock_found(bool skip_held, bool* held) {
         case TM_SelfModified:  // this call changed it already
             return false;
         case TM_WouldBlock:  // another transaction holds it (skip_held)
-            *held = true;
+            if (held != nullptr) *held = true;
             return false;
         case TM_Updated:
         case TM_Deleted:

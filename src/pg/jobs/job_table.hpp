@@ -37,10 +37,10 @@ struct JobTable {
     // the executor: a row another transaction is changing is waited for; in
     // READ COMMITTED its latest version is taken, in REPEATABLE READ or
     // SERIALIZABLE its change is a serialization failure (40001).
-    // With `skip_held`, a row another transaction holds is not waited for:
-    // false, and *held set (SKIP LOCKED).
-    bool lock(int64 id, bool skip_held = false, bool* held = nullptr);
-    // The same for the row find() found last.
+    bool lock(int64 id);
+    // The same for the row find() found last. With `skip_held`, a row
+    // another transaction holds is not waited for: false, and *held set
+    // (SKIP LOCKED).
     bool lock_found(bool skip_held = false, bool* held = nullptr);
     // Writes `values`/`nulls` as the locked row's new version (formed in
     // `row_context`), with its index entries when the update is not HOT.
