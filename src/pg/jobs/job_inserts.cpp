@@ -91,10 +91,36 @@ void write_rows(Relation table, TupleTableSlot** slots, int count, IndexEntries*
 
 }  // namespace
 
-void ReadyInserts::open(const char* function) {
+void RowBuffer::start() {
     entries.init();
     slots_made = buffered = 0;
     home = CurrentMemoryContext;
+}
+
+TupleTableSlot* RowBuffer::next() {
+    return next_slot(table, slots, &slots_made, buffered, home);
+}
+
+void RowBuffer::keep(TupleTableSlot* slot) {
+    require_not_null(table, slot->tts_isnull);
+    ExecStoreVirtualTuple(slot);
+    buffered++;
+}
+
+void RowBuffer::flush(Snapshot snapshot, CommandId command) {
+    write_rows(table, slots, buffered, &entries, snapshot, command);
+    buffered = 0;
+}
+
+void RowBuffer::close() {
+    entries.close();
+    for (int i = 0; i < slots_made; i++) ExecDropSingleTupleTableSlot(slots[i]);
+    index_close(index, NoLock);
+    table_close(table, NoLock);
+}
+
+void ReadyInserts::open(const char* function) {
+    start();
     // On a distributed pg_wf, the local shard of the group's wf.ready.
     ShardGroup* group = current_shard_group();
     open_hot_table(function, "ready", "ready_claim_order", group != nullptr ? group->ready_suffix.c_str() : "",
@@ -104,28 +130,14 @@ void ReadyInserts::open(const char* function) {
 
 void ReadyInserts::add(Datum queue, int32 priority, Datum run_at, int64 id, Datum key, bool key_null,
                        Datum version, bool version_null) {
-    TupleTableSlot* r = next_slot(table, slots, &slots_made, buffered, home);
+    TupleTableSlot* r = next();
     set(r, kReadyQueue, queue);
     set(r, kReadyPriority, Int32GetDatum(priority));
     set(r, kReadyRunAt, run_at);
     set(r, kReadyId, Int64GetDatum(id));
     set(r, kReadyKey, key, key_null);
     set(r, kReadyVersion, version, version_null);
-    require_not_null(table, r->tts_isnull);
-    ExecStoreVirtualTuple(r);
-    buffered++;
-}
-
-void ReadyInserts::flush(Snapshot snapshot, CommandId command) {
-    write_rows(table, slots, buffered, &entries, snapshot, command);
-    buffered = 0;
-}
-
-void ReadyInserts::close() {
-    entries.close();
-    for (int i = 0; i < slots_made; i++) ExecDropSingleTupleTableSlot(slots[i]);
-    index_close(index, NoLock);
-    table_close(table, NoLock);
+    keep(r);
 }
 
 const ExpectedColumn kDependencyColumns[3] = {{kDependencyParentId, "parent_id", INT8OID},
@@ -134,34 +146,18 @@ const ExpectedColumn kDependencyColumns[3] = {{kDependencyParentId, "parent_id",
 
 void DependencyInserts::open(const char* function) {
     if (current_shard_group() != nullptr) elog(ERROR, "pg_wf: edges of a shard group are inserted by SQL");
-    entries.init();
-    slots_made = buffered = 0;
-    home = CurrentMemoryContext;
+    start();
     open_hot_table(function, "dependency", "dependency_pkey", "", kInsert, kDependencyColumns,
                    lengthof(kDependencyColumns), 3, &table, &index);
     require_only_columns(table, kDependencyColumnNames, lengthof(kDependencyColumnNames));
 }
 
 void DependencyInserts::add(int64 parent_id, Datum child_queue, int64 child_id) {
-    TupleTableSlot* r = next_slot(table, slots, &slots_made, buffered, home);
+    TupleTableSlot* r = next();
     set(r, kDependencyParentId, Int64GetDatum(parent_id));
     set(r, kDependencyChildQueue, child_queue);
     set(r, kDependencyChildId, Int64GetDatum(child_id));
-    require_not_null(table, r->tts_isnull);
-    ExecStoreVirtualTuple(r);
-    buffered++;
-}
-
-void DependencyInserts::flush(Snapshot snapshot, CommandId command) {
-    write_rows(table, slots, buffered, &entries, snapshot, command);
-    buffered = 0;
-}
-
-void DependencyInserts::close() {
-    entries.close();
-    for (int i = 0; i < slots_made; i++) ExecDropSingleTupleTableSlot(slots[i]);
-    index_close(index, NoLock);
-    table_close(table, NoLock);
+    keep(r);
 }
 
 void JobInserts::open(const char* function) {

@@ -16,25 +16,35 @@ struct NewJob;
 // batch saves (1,000 were slower than the SQL insert).
 constexpr int kInsertBatch = 64;
 
-// wf.ready rows inserted by hand: a job that becomes pending (a new one, a
-// released child) enters the ready set. Plain C: every member runs inside
-// call().
-struct ReadyInserts {
+// Rows of one table formed into slots and written kInsertBatch at a time:
+// the table's multi-insert, then each row's index entries by the
+// executor's routine. Plain C: every member runs inside call().
+struct RowBuffer {
     Relation table, index;
     TupleTableSlot* slots[kInsertBatch];  // rows formed, not yet written
     int slots_made, buffered;
     IndexEntries entries;
-    MemoryContext home;  // of the slots: the context open() ran in
+    MemoryContext home;  // of the slots: the context start() ran in
 
+    void start();
+    // The next slot to fill, emptied (every column NULL); keep() it once set.
+    TupleTableSlot* next();
+    // The row in `slot` is buffered (a NOT NULL added by hand refuses it, 23502).
+    void keep(TupleTableSlot* slot);
+    bool full() const { return buffered == kInsertBatch; }
+    void flush(Snapshot snapshot, CommandId command);
+    void close();
+};
+
+// wf.ready rows inserted by hand: a job that becomes pending (a new one, a
+// released child) enters the ready set.
+struct ReadyInserts : RowBuffer {
     void open(const char* function);
     // Buffers the ready row of job (queue, id) (text datums, `key` and
     // `version` may be null), which must live until the next flush().
     // The caller flushes when full().
     void add(Datum queue, int32 priority, Datum run_at, int64 id, Datum key, bool key_null, Datum version,
              bool version_null);
-    bool full() const { return buffered == kInsertBatch; }
-    void flush(Snapshot snapshot, CommandId command);
-    void close();
 };
 
 // wf.dependency's columns (sql/pg_wf.sql), all of them, its key in this order.
@@ -42,23 +52,12 @@ constexpr AttrNumber kDependencyParentId = 1, kDependencyChildQueue = 2, kDepend
 extern const ExpectedColumn kDependencyColumns[3];
 
 // wf.dependency rows inserted by hand: the edges of new workflow steps
-// (wf_submit), buffered and written as ReadyInserts writes. Not on a
-// distributed pg_wf (its groups' edges stay SQL). Plain C: every member
-// runs inside call().
-struct DependencyInserts {
-    Relation table, index;
-    TupleTableSlot* slots[kInsertBatch];
-    int slots_made, buffered;
-    IndexEntries entries;
-    MemoryContext home;
-
+// (wf_submit). Not on a distributed pg_wf (its groups' edges stay SQL).
+struct DependencyInserts : RowBuffer {
     void open(const char* function);
     // `child_queue` (text) must live until the next flush(); the caller
     // flushes when full().
     void add(int64 parent_id, Datum child_queue, int64 child_id);
-    bool full() const { return buffered == kInsertBatch; }
-    void flush(Snapshot snapshot, CommandId command);
-    void close();
 };
 
 // wf.job and wf.ready, open for one call (on a distributed pg_wf, the
