@@ -194,11 +194,10 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     pg_uuid_t workflow_id = target.workflow_id ? *DatumGetUUIDP(*target.workflow_id) : random_uuid();
     Datum workflow_datum = UUIDPGetDatum(&workflow_id);
 
-    // Each step's job; and the edges, by id: a step waits on its new
-    // predecessors; a done step it runs after (wf_complete_with_steps) is
+    // Each step's job: a step waits on its new predecessors (its edges,
+    // written below); a done step it runs after (wf_complete_with_steps) is
     // in its depends_on, for the inputs, and nothing to wait for.
     std::vector<NewJob> jobs(n);
-    std::vector<Datum> edge_parents, edge_queues, edge_children;
     for (size_t i = 0; i < n; i++) {
         const core::StepSpec& step = spec.steps[i];
         NewJob& job = jobs[i];
@@ -206,9 +205,6 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
         job.id = ids[i];
         for (size_t parent : step.after) {
             jobs[parent].has_dependents = true;
-            edge_parents.push_back(Int64GetDatum(ids[parent]));
-            edge_queues.push_back(job.queue);
-            edge_children.push_back(Int64GetDatum(ids[i]));
             job.depends_on.push_back(ids[parent]);
         }
         for (const std::string& name : step.after_existing) job.depends_on.push_back(target.existing.at(name));
@@ -249,10 +245,6 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
     const core::StepSpec* steps = spec.steps.data();
     Datum child_of = Int64GetDatum(target.child_of.value_or(0));
     bool child_of_null = !target.child_of;
-    const Datum* parents = edge_parents.data();
-    const Datum* queues = edge_queues.data();
-    const Datum* children = edge_children.data();
-    size_t nedges = edge_parents.size();
     call([&] {
         JobInserts inserts;
         inserts.open("wf_submit");
@@ -265,13 +257,15 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
             inserts.add(rows[i], child_of, child_of_null);
         }
         inserts.flush();
-        // The edges, in the same statement's snapshot and command.
+        // The edges (parent -> step, in the step's queue), in the same
+        // statement's snapshot and command.
         DependencyInserts edges;
         edges.open("wf_submit");
-        for (size_t e = 0; e < nedges; e++) {
-            edges.add(DatumGetInt64(parents[e]), queues[e], DatumGetInt64(children[e]));
-            if (edges.full()) edges.flush(inserts.snapshot, inserts.command);
-        }
+        for (size_t i = 0; i < n; i++)
+            for (size_t parent : steps[i].after) {
+                edges.add(rows[parent].id, rows[i].queue, rows[i].id);
+                if (edges.full()) edges.flush(inserts.snapshot, inserts.command);
+            }
         edges.flush(inserts.snapshot, inserts.command);
         edges.close();
         inserts.close();

@@ -19,13 +19,11 @@ extern "C" {
 #include "utils/datum.h"
 #include "utils/timestamp.h"
 #include "access/genam.h"
+#include "access/table.h"
 #include "access/tableam.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_am.h"
 #include "utils/array.h"
 #include "utils/fmgroids.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/uuid.h"
 }
@@ -61,25 +59,21 @@ struct ClaimReadColumns {
 // null}, each dependency read through wf.job's job_id index at the
 // claim's snapshot; NULL when none is found. Plain C: inside call().
 struct InputsReader {
-    Relation index = nullptr;  // job_id, opened at first use
+    Relation table, index = nullptr;  // wf.job and job_id, opened at first use
     IndexScanDesc scan;
     MemoryContext scan_context;  // where the scan was opened, for its own allocations
     TupleTableSlot* parent;
     AttrNumber step_name_at, result_at;
 
-    void open(Relation jobs, Snapshot snapshot) {
-        Oid oid = get_relname_relid("job_id", get_namespace_oid("wf", false));
-        if (!OidIsValid(oid)) unexpected_table_shape("job", "its index job_id is missing");
-        index = index_open(oid, AccessShareLock);
-        Form_pg_index form = index->rd_index;
-        if (index->rd_rel->relam != BTREE_AM_OID || form->indrelid != RelationGetRelid(jobs) ||
-            form->indnkeyatts < 1 || form->indkey.values[0] != column_number(jobs, "id", INT8OID))
-            unexpected_table_shape("job", "job_id is not a btree on (id)");
-        step_name_at = column_number(jobs, "step_name", TEXTOID);
-        result_at = column_number(jobs, "result", JSONBOID);
+    void open(Snapshot snapshot) {
+        static const ExpectedColumn id_column[] = {{2, "id", INT8OID}};
+        open_hot_table("wf_claim", "job", "job_id", "", kReadOnly, id_column, lengthof(id_column), 1, &table,
+                       &index);
+        step_name_at = column_number(table, "step_name", TEXTOID);
+        result_at = column_number(table, "result", JSONBOID);
         scan_context = CurrentMemoryContext;
-        scan = index_beginscan(jobs, index, snapshot, 1, 0);
-        parent = table_slot_create(jobs, nullptr);
+        scan = index_beginscan(table, index, snapshot, 1, 0);
+        parent = table_slot_create(table, nullptr);
     }
 
     // The keys and copies in CurrentMemoryContext (which the caller resets
@@ -149,6 +143,7 @@ struct InputsReader {
         ExecDropSingleTupleTableSlot(parent);
         index_endscan(scan);
         index_close(index, NoLock);
+        table_close(table, NoLock);
     }
 };
 
@@ -260,7 +255,7 @@ std::vector<ClaimedJob> start_attempts(Datum queue, const ClaimOwner& owner, Tim
             // Inputs read here, unless dependencies may be in other shard
             // groups (then claim_reads_in_group reads what they delivered).
             if (out.reads_inputs && by_hand_inputs) {
-                if (inputs.index == nullptr) inputs.open(jobs_table.table, jobs_table.snapshot);
+                if (inputs.index == nullptr) inputs.open(jobs_table.snapshot);
                 bool isnull;
                 MemoryContext outer_context = MemoryContextSwitchTo(per_job);
                 out.nulls[kClaimInputs] =
