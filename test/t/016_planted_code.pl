@@ -75,7 +75,7 @@ $node->safe_psql('app', q{
 SELECT wf_enqueue('pl', jsonb_build_object('n', g)) FROM generate_series(1, 3) g;
 SELECT wf_configure_queue('pl_lease', lease => '1 second');
 SELECT wf_enqueue('pl_lease', '{}');
-SELECT wf_schedule('pl_tick', '* * * * *', 'pl_cron');
+SELECT wf_schedule('pl_tick', '0 0 1 1 *', 'pl_cron');
 UPDATE wf.schedule SET next_run_at = pg_catalog.now() - interval '1 minute' WHERE name = 'pl_tick';
 });
 my $claimer = $node->background_psql('app');
@@ -185,7 +185,7 @@ $node->safe_psql('app', q{
 CREATE ROLE sched_owner;
 SELECT wf_grant('sched_owner', 'administer', 'pl_s.*');
 SET ROLE sched_owner;
-SELECT wf_schedule('pl_s_tick', '* * * * *', 'pl_s.q');
+SELECT wf_schedule('pl_s_tick', '0 0 1 1 *', 'pl_s.q');
 RESET ROLE;
 UPDATE wf.schedule SET next_run_at = pg_catalog.now() - interval '1 minute' WHERE name = 'pl_s_tick';
 });

@@ -141,7 +141,9 @@ like($err, qr/must run on the Citus coordinator/, 'wf_schedule on a worker is re
 ($ret, $out, $err) = $coord->psql('postgres', "SET ROLE tenant; SELECT wf_schedule('t', '* * * * *', '$qa', '{}')");
 like($err, qr/permission denied to administer in queue/, 'a role without administer is refused');
 
-ok($q->("SELECT wf_schedule('tick', '* * * * *', '$qb', '{\"from\": \"cron\"}') > now()"),
+# A yearly cron made due by hand: a minute cron would also fire its own next
+# tick when the test crosses a minute, and the test counts one job.
+ok($q->("SELECT wf_schedule('tick', '0 0 1 1 *', '$qb', '{\"from\": \"cron\"}') > now()"),
 	'a schedule made on the coordinator');
 is(join(',', map { $c->sql_on($_, "SELECT count(*) FROM wf.schedule WHERE name = 'tick'") } $c->all_nodes),
 	'1,1,1', 'every node has its copy');
