@@ -157,6 +157,7 @@ struct ParsedStep {
     bool has_name = false;
     bool has_queue = false;
     std::size_t after_begin = 0, after_end = 0;  // its names in SpecReader::after_names
+    std::size_t formed_bytes = 0;  // a formed payload's size (StepSpec::payload_formed)
 };
 
 // Reads the spec straight from nlohmann's SAX events, with no document tree
@@ -215,6 +216,7 @@ private:
     void step_value(Field field, Kind k);
     void after_element(Kind k);
     void payload_value(Kind k);
+    void formed_payload(const JsonEvent& event);
     bool close();
     void begin_step();
     void end_step();
@@ -288,7 +290,25 @@ void SpecReader::read(const JsonEvent& event) {
         case JsonEvent::Type::end_array:
             close();
             break;
+        case JsonEvent::Type::formed:
+            formed_payload(event);
+            break;
     }
+}
+
+// A payload the source gave formed: kept by its handle, its size checked
+// at the end of the step as a payload's text is.
+void SpecReader::formed_payload(const JsonEvent& event) {
+    Frame* f = stack_.empty() ? nullptr : &stack_.back();
+    if (f == nullptr || f->ctx != Ctx::step || (f->field != f_payload && f->field != f_unknown) ||
+        event.handle == 0)
+        throw Error(sqlstate::invalid_parameter,
+                    "workflow spec has a formed value where no step's payload goes");
+    if (f->field == f_unknown) return;  // a key given twice: its value is ignored
+    ParsedStep& step = steps.back();
+    step.spec.payload_json.clear();
+    step.spec.payload_formed = event.handle;
+    step.formed_bytes = event.bytes;
 }
 
 // A number by its text, as nlohmann classifies one: an integer when it has
@@ -469,6 +489,7 @@ void SpecReader::step_value(Field field, Kind k) {
             break;
         case f_payload:
             payload().clear();
+            step.spec.payload_formed = 0;
             payload_value(k);
             taken = true;
             break;
@@ -583,7 +604,8 @@ void SpecReader::payload_value(Kind k) {
 }
 
 void SpecReader::check_payload_size() {
-    std::size_t bytes = payload().size();
+    const ParsedStep& step = steps.back();
+    std::size_t bytes = step.spec.payload_formed != 0 ? step.formed_bytes : step.spec.payload_json.size();
     if (bytes <= max_payload_) return;
     defer([bytes, limit = max_payload_](const std::string& where) {
         try {

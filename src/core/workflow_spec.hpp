@@ -41,10 +41,13 @@
 //   (jsonb's, for a spec that was jsonb) and its numbers as their source text
 //   ("1.50", 123456789012345678901234567890): no double in between, so a
 //   payload reaches the job unchanged. Its size, the default {} included, is
-//   checked against max_payload_bytes.
+//   checked against max_payload_bytes. A source that has the payload formed
+//   already (a jsonb's container) gives it whole instead (JsonEvent::formed):
+//   the step then keeps the source's handle, and its size is the source's.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,7 +64,10 @@ inline constexpr std::size_t run_at_bytes = 128;
 struct StepSpec {
     std::string name;
     std::string queue;                // the step's own, else the workflow's
-    std::string payload_json = "{}";  // compact JSON text
+    std::string payload_json = "{}";  // compact JSON text; empty when formed
+    // The source's handle of a payload it gave formed (JsonEvent::formed),
+    // which payload_json then does not hold; 0 when none.
+    std::uint64_t payload_formed = 0;
     int priority = 0;
     std::optional<int> max_attempts;  // absent: the queue's default
     std::optional<std::string> run_at;
@@ -91,12 +97,22 @@ struct WorkflowSpec {
 // the same tokens. `text`: a string's or a key's value (unescaped), a
 // number's text as JSON writes it ("12", "1.50", "1e3"), a boolean's
 // ("true"/"false"); it needs to live only until read() returns.
+//
+// `formed`: an object or array the source has formed already, given whole
+// where a step's payload goes (the value of a step's "payload" key, and
+// nowhere else): `handle` names it for the source, which keeps it alive
+// until the spec is written; `bytes` is its size for max_payload_bytes.
+// A jsonb source gives its payload containers so, which then need neither
+// their tokens read nor their text parsed again.
 struct JsonEvent {
     enum class Type : unsigned char {
-        null, boolean, number, string, key, begin_object, end_object, begin_array, end_array
+        null, boolean, number, string, key, begin_object, end_object, begin_array, end_array,
+        formed
     };
     Type type = Type::null;
     std::string_view text;
+    std::uint64_t handle = 0;  // formed: non-zero
+    std::size_t bytes = 0;     // formed
 };
 
 // Reads a spec token by token, then checks it whole: what

@@ -277,6 +277,36 @@ SELECT try_sql($$SELECT wf_submit('5')$$) AS scalar_spec;
 SELECT try_sql($$SELECT wf_submit('{"queue": "q", "steps": {"name": "x"}}')$$) AS steps_no_array;
 SELECT try_sql($$SELECT wf_submit('{"queue": "q", "steps": [{"name": "x", "priority": 1.5}]}')$$) AS fraction_priority;
 SELECT try_sql($$SELECT wf_submit('{"queue": "q", "steps": [{"name": "x", "priority": 12345678901234567890}]}')$$) AS huge_priority;
+-- A step's payload that is an object or an array is copied from the spec's
+-- jsonb whole (not read token by token): every shape reaches its job as it
+-- was, a "payload" key inside a payload or outside a step is no payload, and
+-- a payload over wf.max_payload_size is refused by its jsonb size, as
+-- wf_enqueue refuses one.
+CREATE TEMP TABLE in_wf_shapes AS SELECT '{"queue": "in_wf_shapes", "steps": [
+    {"name": "obj", "payload": {"payload": {"payload": [1, 2.50]}, "k": "v"}},
+    {"name": "arr", "payload": [{"a": 1}, [], {}, null, "x"]},
+    {"name": "empty_obj", "payload": {}}, {"name": "empty_arr", "payload": []},
+    {"name": "str", "payload": "text"}, {"name": "num", "payload": 12.0},
+    {"name": "nul", "payload": null}, {"name": "none"},
+    {"name": "last", "after": ["obj", "arr"], "payload": {"n": 1}}]}'::jsonb AS spec;
+SELECT wf_submit(spec) IS NOT NULL AS submitted FROM in_wf_shapes;
+SELECT j.step_name, j.payload, j.payload = coalesce(nullif(step -> 'payload', 'null'), '{}') AS as_given  -- null: absent
+  FROM in_wf_shapes, jsonb_array_elements(spec -> 'steps') step
+  JOIN wf.job j ON j.queue = 'in_wf_shapes' AND j.step_name = step ->> 'name'
+ ORDER BY j.id;
+SELECT try_sql($$SELECT wf_submit('{"queue": "q", "payload": {"a": 1}, "steps": [{"name": "x"}]}')$$) AS payload_at_the_top;
+SET wf.max_payload_size = 64;
+SELECT try_sql($$SELECT wf_submit(jsonb_build_object('queue', 'in_wf_shapes', 'steps',
+    jsonb_build_array(jsonb_build_object('name', 'big', 'payload', jsonb_build_object('s', repeat('x', 60))))))$$) AS over_the_limit;
+SELECT try_sql($$SELECT wf_enqueue('in_wf_shapes', jsonb_build_object('s', repeat('x', 60)))$$) AS enqueue_over_the_limit;
+RESET wf.max_payload_size;
+SELECT count(*) AS jobs FROM wf.job WHERE queue = 'in_wf_shapes';
+-- Steps added at run time get theirs the same way.
+SELECT wf_submit('{"queue": "in_wf_fan", "steps": [{"name": "split"}]}') IS NOT NULL AS submitted;
+SELECT wf_complete_with_steps('in_wf_fan', id, attempt, '"split"',
+    '[{"name": "p1", "payload": {"part": 1, "of": [1, 2]}}, {"name": "p2", "payload": [2], "after": ["p1"]}]')
+  FROM wf_claim('in_wf_fan');
+SELECT step_name, payload FROM wf.job WHERE queue = 'in_wf_fan' ORDER BY id;
 
 -- A completion releases its blocked children without the executor too
 -- (release_rows.cpp): a child's count goes down by one per finished

@@ -1133,3 +1133,53 @@ TEST(WorkflowSpecReader, TokensAfterTheEndAreRefused) {
         }
     }
 }
+
+// A payload the source gives formed (a jsonb container) is kept by its
+// handle, its size checked as a payload's text is; anywhere else it is
+// refused.
+TEST(WorkflowSpecReader, FormedPayloadsAreKeptByTheirHandle) {
+    auto read_with = [](const JsonEvent& value, const char* key, std::size_t limit) {
+        WorkflowSpecReader reader(limit);
+        for (const JsonEvent& e : {JsonEvent{Type::begin_object}, JsonEvent{Type::key, "queue"},
+                                   JsonEvent{Type::string, "q"}, JsonEvent{Type::key, "steps"},
+                                   JsonEvent{Type::begin_array}, JsonEvent{Type::begin_object},
+                                   JsonEvent{Type::key, "name"}, JsonEvent{Type::string, "a"},
+                                   JsonEvent{Type::key, key}, value, JsonEvent{Type::end_object},
+                                   JsonEvent{Type::begin_object}, JsonEvent{Type::key, "name"},
+                                   JsonEvent{Type::string, "b"}, JsonEvent{Type::end_object},
+                                   JsonEvent{Type::end_array}, JsonEvent{Type::end_object}})
+            reader.read(e);
+        return reader.finish();
+    };
+    JsonEvent formed{Type::formed, {}, 0x1234, 30};
+    WorkflowSpec w = read_with(formed, "payload", 30);
+    ASSERT_EQ(w.steps.size(), 2u);
+    EXPECT_EQ(w.steps[0].payload_formed, 0x1234u);
+    EXPECT_EQ(w.steps[0].payload_json, "");
+    EXPECT_EQ(w.steps[1].payload_formed, 0u);  // the default {}, as text
+    EXPECT_EQ(w.steps[1].payload_json, "{}");
+    try {
+        read_with(formed, "payload", 29);
+        ADD_FAILURE() << "a formed payload over the limit was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.sqlstate(), "54000");
+        EXPECT_EQ(std::string(e.what()), "payload of step \"a\" is too large");
+        EXPECT_EQ(std::string(e.detail()), "payload of step \"a\" has 30 bytes; the limit is 29.");
+    }
+    for (const char* elsewhere : {"queue", "after", "name"}) {
+        try {
+            read_with(formed, elsewhere, 100);
+            ADD_FAILURE() << "a formed value was read as " << elsewhere;
+        } catch (const Error& e) {
+            EXPECT_EQ(e.sqlstate(), "22023") << elsewhere;
+        }
+    }
+    try {
+        read_with(JsonEvent{Type::formed, {}, 0, 2}, "payload", 100);
+        ADD_FAILURE() << "a formed value without a handle was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.sqlstate(), "22023");
+    }
+    WorkflowSpecReader at_root(100);
+    EXPECT_THROW(at_root.read(formed), Error);
+}

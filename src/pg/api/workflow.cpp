@@ -249,10 +249,13 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
         JobInserts inserts;
         inserts.open("wf_submit");
         for (size_t i = 0; i < n; i++) {
-            // The payload (JSON the spec's reader wrote) as jsonb, freed
-            // with the rows once they are written.
+            // The payload: formed already (read_jsonb_spec), or the JSON
+            // text the spec's reader wrote, as jsonb, freed with the rows
+            // once they are written.
             MemoryContext outer = MemoryContextSwitchTo(inserts.rows);
-            rows[i].payload = DirectFunctionCall1(jsonb_in, CStringGetDatum(steps[i].payload_json.c_str()));
+            rows[i].payload = steps[i].payload_formed != 0
+                                  ? static_cast<Datum>(steps[i].payload_formed)
+                                  : DirectFunctionCall1(jsonb_in, CStringGetDatum(steps[i].payload_json.c_str()));
             MemoryContextSwitchTo(outer);
             inserts.add(rows[i], child_of, child_of_null);
         }
@@ -329,8 +332,11 @@ pg_uuid_t start_workflow(const core::WorkflowSpec& spec) {
 // in between: the tokens of a chunk are taken from the jsonb inside call(),
 // then read by the C++ reader outside it. Strings are views into the jsonb;
 // numbers are written as text (numeric_out, as jsonb's own text output) into
-// a context reset per chunk. `steps_only`: the jsonb is an array of steps
-// (wf_complete_with_steps), read as {"steps": [...]}.
+// a context reset per chunk. A step's payload that is an object or an array
+// is not walked: its container is copied whole into a jsonb of its own (the
+// job's payload as it will be written, in the caller's memory context) and
+// given to the reader formed, its Datum the handle. `steps_only`: the jsonb
+// is an array of steps (wf_complete_with_steps), read as {"steps": [...]}.
 core::WorkflowSpec read_jsonb_spec(Datum spec_datum, bool steps_only = false,
                                    const std::vector<std::string>& existing_steps = {},
                                    const std::string& default_queue = {}) {
@@ -346,45 +352,83 @@ core::WorkflowSpec read_jsonb_spec(Datum spec_datum, bool steps_only = false,
     struct Walk {
         JsonbIterator* it;
         MemoryContext numbers;
+        MemoryContext payloads;  // the caller's: the payloads live until they are written
         bool scalar_root;  // a lone scalar: jsonb wraps it in an array of one
         bool done;
+        // Where the walk is: containers open, whether the array at
+        // steps_depth is the spec's steps, whether the last key of the root
+        // object was "steps", whether the next value is a step's payload.
+        int depth;
+        int steps_depth;
+        bool in_steps;
+        bool root_key_is_steps;
+        bool payload_next;
     };
     Walk walk = call([&] {
         Jsonb* spec = DatumGetJsonbP(spec_datum);
         return Walk{JsonbIteratorInit(&spec->root),
                     AllocSetContextCreate(CurrentMemoryContext, "wf spec numbers",
                                           ALLOCSET_SMALL_SIZES),
-                    JB_ROOT_IS_SCALAR(spec), false};
+                    CurrentMemoryContext, JB_ROOT_IS_SCALAR(spec), false,
+                    0, steps_only ? 1 : 2, false, false, false};
     });
+    auto is_key = [](const JsonbValue& v, const char* name) {
+        size_t length = strlen(name);
+        return static_cast<size_t>(v.val.string.len) == length &&
+               memcmp(v.val.string.val, name, length) == 0;
+    };
     while (!walk.done) {
         size_t count = call([&] {
             MemoryContextReset(walk.numbers);
             size_t k = 0;
             JsonbValue v;
             while (k < kChunk) {
-                switch (JsonbIteratorNext(&walk.it, &v, false)) {
+                // A step's payload comes whole (jbvBinary) when a container.
+                bool payload = walk.payload_next;
+                walk.payload_next = false;
+                switch (JsonbIteratorNext(&walk.it, &v, payload)) {
                     case WJB_DONE:
                         walk.done = true;
                         return k;
                     case WJB_BEGIN_OBJECT:
+                        walk.depth++;
                         out[k++] = Event{Event::Type::begin_object};
                         break;
                     case WJB_END_OBJECT:
+                        walk.depth--;
                         out[k++] = Event{Event::Type::end_object};
                         break;
                     case WJB_BEGIN_ARRAY:
+                        walk.depth++;
+                        if (walk.depth == walk.steps_depth && !walk.scalar_root)
+                            walk.in_steps = walk.steps_depth == 1 || walk.root_key_is_steps;
                         if (!walk.scalar_root) out[k++] = Event{Event::Type::begin_array};
                         break;
                     case WJB_END_ARRAY:
+                        if (walk.depth == walk.steps_depth) walk.in_steps = false;
+                        walk.depth--;
                         if (!walk.scalar_root) out[k++] = Event{Event::Type::end_array};
                         break;
                     case WJB_KEY:
+                        if (walk.depth == 1) walk.root_key_is_steps = is_key(v, "steps");
+                        walk.payload_next = walk.in_steps && walk.depth == walk.steps_depth + 1 &&
+                                            is_key(v, "payload");
                         out[k++] = Event{Event::Type::key,
                                          std::string_view(v.val.string.val, v.val.string.len)};
                         break;
                     case WJB_VALUE:
                     case WJB_ELEM:
                         switch (v.type) {
+                            case jbvBinary: {  // a step's payload, skipped over whole
+                                MemoryContext outer = MemoryContextSwitchTo(walk.payloads);
+                                Jsonb* formed = JsonbValueToJsonb(&v);
+                                MemoryContextSwitchTo(outer);
+                                Event e{Event::Type::formed};
+                                e.handle = static_cast<uint64>(PointerGetDatum(formed));
+                                e.bytes = VARSIZE(formed) - VARHDRSZ;
+                                out[k++] = e;
+                                break;
+                            }
                             case jbvString:
                                 out[k++] = Event{Event::Type::string,
                                                  std::string_view(v.val.string.val, v.val.string.len)};
@@ -530,6 +574,13 @@ std::string json_ids(const std::vector<int64>& ids) {
     return out + "]";
 }
 
+// A step's payload as JSON text: the reader's, or its formed jsonb's.
+std::string payload_text(const core::StepSpec& step) {
+    if (step.payload_formed == 0) return step.payload_json;
+    Jsonb* formed = reinterpret_cast<Jsonb*>(static_cast<Datum>(step.payload_formed));
+    return call([&] { return JsonbToCString(nullptr, &formed->root, VARSIZE(formed)); });
+}
+
 std::string uuid_text(const pg_uuid_t& id) {
     pg_uuid_t copy = id;
     char* text = call([&] { return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&copy))); });
@@ -652,7 +703,7 @@ void insert_steps_on_cluster(const core::WorkflowSpec& spec, const pg_uuid_t& wo
         }
         std::string object =
             "{\"id\":" + std::to_string(ids[i]) + ",\"queue\":" + json_string(step.queue) +
-            ",\"step_name\":" + json_string(step.name) + ",\"payload\":" + step.payload_json +
+            ",\"step_name\":" + json_string(step.name) + ",\"payload\":" + payload_text(step) +
             ",\"priority\":" + std::to_string(step.priority) +
             ",\"max_attempts\":" + (step.max_attempts ? std::to_string(*step.max_attempts) : "null") +
             ",\"run_at\":" + (step.run_at ? run_at : "null") +
