@@ -16,8 +16,8 @@
 #    attempt + 1, and is recovered within seconds once its owner is gone or
 #    its lease ran out; at the end no claim is left; a blocked job counts
 #    exactly its unfinished dependencies (pending_deps, less the releases
-#    left to the worker), never < 0, never a failed or cancelled one; a
-#    waiting job has its wait row; a child workflow (wf.child) and each of
+#    left to the worker), never < 0 and never 0, never a failed or
+#    cancelled one; a waiting job has its wait row; a child workflow (wf.child) and each of
 #    its steps name the parent job (child_of), and a step with child_of is
 #    in such a child; a delivered outcome is the parent's events'
 #    "wf:child:<name>". At the end only (after the worker's deliveries): a
@@ -105,7 +105,12 @@ SELECT format('%s sentinel rows', count(*)) FROM wf.claim WHERE queue = '' HAVIN
 	'd: no blocked job has pending_deps < 0' => q{
 SELECT format('job %s/%s is blocked with pending_deps %s', queue, id, pending_deps)
   FROM wf.job WHERE status = 'blocked' AND pending_deps < 0},
-	'd: a blocked job counts its unfinished dependencies, and has some' => q{
+	# "Has some": an unfinished dependency or a release owed. A completion
+	# that finds a child locked by another transaction (a sibling's
+	# completion, an enqueue naming it in depends_on) leaves its release to
+	# the worker: until the holder commits and the worker settles it, the
+	# child is blocked with all its dependencies done and a debt.
+	'd: a blocked job counts its unfinished dependencies and the releases owed, and has some' => q{
 SELECT format('job %s/%s is blocked with pending_deps %s, %s releases owed, on %s unfinished of %s',
               j.queue, j.id, j.pending_deps, d.n, u.n, j.depends_on)
   FROM wf.job j,
@@ -113,7 +118,7 @@ SELECT format('job %s/%s is blocked with pending_deps %s, %s releases owed, on %
                  WHERE r.child_queue = j.queue AND r.child_id = j.id) d,
        LATERAL (SELECT count(*) AS n FROM wf.job p
                  WHERE p.id = ANY (j.depends_on) AND p.status <> 'done') u
- WHERE j.status = 'blocked' AND (j.pending_deps - d.n <> u.n OR u.n = 0)},
+ WHERE j.status = 'blocked' AND (j.pending_deps - d.n <> u.n OR j.pending_deps = 0)},
 	'd: no blocked job waits for a failed or cancelled one' => q{
 SELECT format('job %s/%s is blocked on job %s, which is %s', j.queue, j.id, p.id, p.status)
   FROM wf.job j JOIN wf.job p ON p.id = ANY (j.depends_on)
