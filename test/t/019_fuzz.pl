@@ -17,9 +17,9 @@
 #    its lease ran out; at the end no claim is left; a blocked job counts
 #    exactly its unfinished dependencies (pending_deps, less the releases
 #    left to the worker), never < 0 and never 0, never a failed or
-#    cancelled one; a waiting job has its wait row; a child workflow (wf.child) and each of
-#    its steps name the parent job (child_of), and a step with child_of is
-#    in such a child; a delivered outcome is the parent's events'
+#    cancelled one; a waiting job has its wait row; a child workflow
+#    (wf.child) and each of its steps name the parent job (child_of), and a
+#    step with child_of is in such a child; a delivered outcome is the parent's events'
 #    "wf:child:<name>". At the end only (after the worker's deliveries): a
 #    child whose steps have all ended has its outcome recorded, every
 #    outcome is delivered, a job awaiting its children has an undelivered
@@ -377,10 +377,9 @@ ok( $node->poll_query_until('postgres',
 		"SELECT wf_sweep() >= 0 AND NOT EXISTS (SELECT 1 FROM wf.claim WHERE queue <> '')"),
 	'after a sweep no claim is left but the sentinel')
   or diag($node->safe_psql('postgres', 'SELECT * FROM wf.claim LIMIT 20'));
-# The worker settles the releases left to it, and delivers the children's
-# outcomes left to it.
-# (While the fuzz ran, a blocked job could wait on a release owed alone;
-# none is left now.)
+# The worker settles the releases left to it (while the fuzz ran, a
+# blocked job could wait on a release owed alone; none is left now), and
+# delivers the children's outcomes left to it.
 ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM wf.release_debt'),
 	'the worker settled every release owed')
   or diag($node->safe_psql('postgres', 'SELECT * FROM wf.release_debt LIMIT 20'));
