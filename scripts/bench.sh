@@ -76,6 +76,19 @@ fill() {
     done
 }
 
+# pages_of SIDE: the pages (main fork) of the side's job tables and their
+# indexes -- what its writes fill. pg_wf: wf.job (fillfactor 50, room for
+# the updates that follow), wf.ready, wf.dependency; baseline: its table.
+pages_of() {
+    local tables="'baseline_jobs'::regclass"
+    [ "$1" = wf ] && tables="'wf.job'::regclass, 'wf.ready'::regclass, 'wf.dependency'::regclass"
+    sql -c "SELECT (sum(pg_relation_size(c.oid)) / 8192)::bigint FROM pg_class c
+             WHERE c.oid IN ($tables) OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid IN ($tables))"
+}
+jobs_of() {  # SIDE: the rows of the side's job table
+    if [ "$1" = wf ]; then sql -c "SELECT count(*) FROM wf.job"; else sql -c "SELECT count(*) FROM baseline_jobs"; fi
+}
+
 count_status() {  # SIDE QUEUE STATUS
     if [ "$1" = wf ]; then sql -c "SELECT count(*) FROM wf.jobs WHERE queue = '$2' AND status = '$3'"
     else sql -c "SELECT count(*) FROM baseline_jobs WHERE queue = '$2' AND status = '$3'"; fi
@@ -198,18 +211,28 @@ fi
 # ---------------------------------------------------------------- 3. enqueue
 if want 3; then
 log "3. enqueue: 1 per transaction (16 clients), 1,000 per call (8 clients)"
+# Also what each run wrote (the last run of each side): WAL bytes and
+# pages of the job tables per job enqueued in it, in WRITTEN[SIDE].
+declare -A WRITTEN
 enqueue_run() {  # SIDE SCRIPT CLIENTS JOBS_PER_TXN; sets RATE
     reset "$1"; fill "$1" bench 10000; settle
-    local res tps
+    local res tps l0 j0 p0 j1
+    l0=$(sql -c "SELECT pg_current_wal_insert_lsn()"); j0=$(jobs_of "$1"); p0=$(pages_of "$1")
     res=$(pgb "$3" -f "$bench_src/$2" -D q=bench -T "$T"); read -r tps _ <<<"$res"
     RATE=$(awk -v t="$tps" -v j="$4" 'BEGIN { printf "%.1f", t * j }')
+    j1=$(jobs_of "$1")
+    WRITTEN[$1]=$(sql -c "SELECT format('%s WAL bytes and %s pages per 1,000 jobs',
+                                         round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$l0') / greatest($j1 - $j0, 1)),
+                                         round(($(pages_of "$1") - $p0) * 1000.0 / greatest($j1 - $j0, 1), 1))")
 }
 measure_pair enqueue_run wf_enqueue1.sql base_enqueue1.sql 16 1
 wfe1=$PAIR_WF; basee1=$PAIR_BASE
-row "enqueue, 1 job/transaction, 16 clients" "$wfe1" "$basee1" "jobs/s" "wf_enqueue vs INSERT"
+row "enqueue, 1 job/transaction, 16 clients" "$wfe1" "$basee1" "jobs/s" \
+    "wf_enqueue vs INSERT; written: pg_wf ${WRITTEN[wf]}, baseline ${WRITTEN[base]}"
 measure_pair enqueue_run wf_enqueue1000.sql base_enqueue1000.sql 8 1000
 wfe1000=$PAIR_WF; basee1000=$PAIR_BASE
-row "enqueue, 1,000 jobs/call, 8 clients" "$wfe1000" "$basee1000" "jobs/s" "wf_enqueue_batch vs INSERT ... SELECT"
+row "enqueue, 1,000 jobs/call, 8 clients" "$wfe1000" "$basee1000" "jobs/s" \
+    "wf_enqueue_batch vs INSERT ... SELECT; written: pg_wf ${WRITTEN[wf]}, baseline ${WRITTEN[base]}"
 log "  single: pg_wf $wfe1, baseline $basee1; bulk: pg_wf $wfe1000, baseline $basee1000 jobs/s"
 
 fi
@@ -335,6 +358,7 @@ wid=$(echo "$out" | grep -E '^[0-9a-f-]{36}$' | head -1)
 wf_dag_build=$(echo "$out" | timing_s)
 [ -n "$wid" ] || die "wf_submit returned no workflow id: $out"
 sql -c "DROP TABLE bench_dag_spec"
+wf_dag_pages=$(pages_of wf)
 read -r wf_steps wf_pending <<<"$(sql -F ' ' -c "SELECT steps, pending FROM wf.workflows WHERE workflow_id = '$wid'")"
 [ "$wf_steps" = "$steps" ] || log "  warning: the workflow has $wf_steps steps, not $steps"
 log "  pg_wf: spec built in ${spec_s}s, wf_submit of $wf_steps steps in ${wf_dag_build}s ($wf_pending ready at once)"
@@ -350,7 +374,9 @@ base_dag_build=$(sql -c '\timing on' -c "
       FROM generate_series(0, $depth - 1) k, generate_series(0, $DAG_WIDTH - 1) i
      ORDER BY 1" | timing_s)
 sql -c "SELECT setval('baseline_jobs_id_seq', $steps)" >/dev/null
+base_dag_pages=$(pages_of base)
 log "  baseline: the same graph inserted in ${base_dag_build}s"
+log "  pages written: pg_wf $wf_dag_pages, baseline $base_dag_pages"
 fill wf indep "$steps"; fill base indep "$steps"
 
 timed() {  # SIDE SCRIPT QUEUE: one run from a settled state
@@ -405,7 +431,7 @@ row "claim+complete from one ${dag_label}-step workflow, $ref8 clients" "$wfdag"
 row "  same run, $dag_label independent jobs, $ref8 clients" "$wfindep" "$baseindep" "jobs/s" \
     "the reference for the row above: wf_claim vs plain SKIP LOCKED; pg_wf's workflow at $(ratio "$wfdag" "$wfindep") of it, the NOT EXISTS claim at $(ratio "$basedag" "$wfindep") of it"
 row "  build the ${dag_label}-step graph" "$wf_dag_build" "$base_dag_build" "s, lower is better" \
-    "pg_wf: one wf_submit call (its spec, built in SQL from generate_series beforehand in ${spec_s}s, not counted); baseline: one INSERT ... SELECT of rows with depends_on[]"
+    "pg_wf: one wf_submit call (its spec, built in SQL from generate_series beforehand in ${spec_s}s, not counted); baseline: one INSERT ... SELECT of rows with depends_on[]; pages of the job tables and their indexes after it: pg_wf $wf_dag_pages, baseline $base_dag_pages ($(ratio "$wf_dag_pages" "$base_dag_pages"))"
 
 fi
 
