@@ -221,7 +221,7 @@ enqueue_run() {  # SIDE SCRIPT CLIENTS JOBS_PER_TXN; sets RATE
     res=$(pgb "$3" -f "$bench_src/$2" -D q=bench -T "$T"); read -r tps _ <<<"$res"
     RATE=$(awk -v t="$tps" -v j="$4" 'BEGIN { printf "%.1f", t * j }')
     j1=$(jobs_of "$1")
-    WRITTEN[$1]=$(sql -c "SELECT format('%s WAL bytes and %s pages per 1,000 jobs',
+    WRITTEN[$1]=$(sql -c "SELECT format('%s WAL bytes per job, %s pages per 1,000 jobs',
                                          round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$l0') / greatest($j1 - $j0, 1)),
                                          round(($(pages_of "$1") - $p0) * 1000.0 / greatest($j1 - $j0, 1), 1))")
 }
