@@ -35,7 +35,7 @@ CITUS_OBJS   = src/pg/citus/shard_route.o src/pg/citus/ownership.o src/pg/citus/
 JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o \
                src/pg/jobs/direct_table.o src/pg/jobs/claim_table.o src/pg/jobs/job_table.o \
                src/pg/jobs/job_rows.o src/pg/jobs/claim_rows.o src/pg/jobs/job_inserts.o \
-               src/pg/jobs/release_rows.o \
+               src/pg/jobs/release_rows.o src/pg/jobs/key_order.o \
                src/pg/jobs/flow_control.o src/pg/jobs/children.o src/pg/jobs/remote_dependencies.o
 API_OBJS     = src/pg/api/enqueue.o src/pg/api/claim.o src/pg/api/finish.o src/pg/api/operate.o \
                src/pg/api/steps.o src/pg/api/workflow.o src/pg/api/schedule.o \

@@ -55,7 +55,12 @@ CREATE TABLE wf.queue_config (
     ordered         boolean  NOT NULL DEFAULT false,       -- one job per key, in enqueue order
     max_run_time    interval CHECK (max_run_time > interval '0'),
     -- Workflows 2 (1.6): the version of the queue's jobs that name none.
-    version         text COLLATE "C"
+    version         text COLLATE "C",
+    -- 1.10: the queue began to claim key by key, and ready rows a
+    -- transaction that overlapped that change wrote outside the key order
+    -- may still be there: the worker puts them in once every such
+    -- transaction has ended (worker.cpp, sweep_key_order).
+    key_order_sweep boolean NOT NULL DEFAULT false
 );
 
 CREATE SEQUENCE wf.job_id_seq;
@@ -157,7 +162,10 @@ CREATE TABLE wf.ready (
     run_at   timestamptz NOT NULL,
     id       bigint      NOT NULL,
     key      text COLLATE "C",  -- the job's key (1.5)
-    version  text COLLATE "C"   -- the job's version (1.6)
+    version  text COLLATE "C",  -- the job's version (1.6)
+    -- In ready_key_order (1.10): false only for rows enqueued into a queue
+    -- whose claims do not go key by key.
+    key_order boolean NOT NULL DEFAULT true
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
         autovacuum_vacuum_cost_delay = 0);
 CREATE UNIQUE INDEX ready_claim_order ON wf.ready (queue, priority DESC, run_at, id);
@@ -166,7 +174,10 @@ CREATE UNIQUE INDEX ready_claim_order ON wf.ready (queue, priority DESC, run_at,
 ALTER TABLE wf.ready REPLICA IDENTITY USING INDEX ready_claim_order;
 -- The same rows key by key, for claims that go key by key (fair, ordered,
 -- per-key limits): skipping from one key to the next is one index descent.
-CREATE INDEX ready_key_order ON wf.ready (queue, key, priority DESC, run_at, id);
+-- Only the rows of such queues (1.10): an enqueue into any other queue
+-- writes one index entry less. A row written without saying is in it.
+CREATE INDEX ready_key_order ON wf.ready (queue, key, priority DESC, run_at, id)
+    WHERE key_order;
 -- The rows of versioned jobs version by version, for claims that name the
 -- versions they run: each version's rows are one index range.
 CREATE INDEX ready_version_order ON wf.ready (queue, version, priority DESC, run_at, id)

@@ -15,7 +15,8 @@
 -- jobs of earlier files.)
 CREATE FUNCTION fc_state() RETURNS text LANGUAGE sql AS $$
     SELECT concat_ws(' / ',
-        (SELECT md5(coalesce(string_agg(c::text, ',' ORDER BY queue), ''))
+        -- (key_order_sweep is the worker's to clear, at any time)
+        (SELECT md5(coalesce(string_agg((to_jsonb(c) - 'key_order_sweep')::text, ',' ORDER BY queue), ''))
            FROM wf.queue_config c WHERE queue LIKE 'fc\_%'),
         (SELECT md5(coalesce(string_agg(j::text, ',' ORDER BY queue, id), ''))
            FROM wf.job j WHERE queue LIKE 'fc\_%'),
@@ -531,3 +532,29 @@ DROP DATABASE fc_other_db WITH (FORCE);
 RESET client_min_messages;
 SELECT rate_left FROM wf.queue_stats WHERE queue = 'fc_rate_db';
 SELECT fc_claim('fc_rate_db', 10) AS claimed;
+
+-- ===== 11. The key order holds the ready rows of queues that claim by key =====
+-- (1.10) Ready rows enqueued into a queue whose claims go in plain order stay
+-- out of wf.ready_key_order (one index entry less per job); a queue that
+-- claims key by key has its rows there from the start, and a queue that
+-- begins to claim key by key has all of them put in, so that its first
+-- claims see every job.
+SELECT wf_enqueue('fc_ko', '"k1"', key => 'a') > 0 AS enqueued;
+SELECT wf_enqueue('fc_ko', '"k2"') > 0 AS enqueued;
+SELECT count(*) FROM wf_enqueue_batch('fc_ko', '["k3", "k4"]', keys => ARRAY['b', NULL]);
+SELECT wf_configure_queue('fc_ko_fair', fair => true);
+SELECT count(*) FROM wf_enqueue_batch('fc_ko_fair', '["f1", "f2"]', keys => ARRAY['a', NULL]);
+SELECT wf_enqueue('fc_ko_fair', '"f3"') > 0 AS enqueued;
+CREATE VIEW fc_key_order AS
+SELECT queue, key_order, count(*) FROM wf.ready WHERE queue LIKE 'fc\_ko%' GROUP BY 1, 2;
+SELECT * FROM fc_key_order ORDER BY 1, 2;
+-- Settings that keep the plain order move nothing.
+SELECT wf_configure_queue('fc_ko', max_attempts => 3, rate_limit => 1000);
+SELECT * FROM fc_key_order ORDER BY 1, 2;
+SELECT wf_configure_queue('fc_ko', key_concurrency => 1);
+SELECT * FROM fc_key_order ORDER BY 1, 2;
+SELECT fc_claim('fc_ko', 10) AS claimed;
+-- And back to plain claims: rows already in the key order stay there.
+SELECT wf_configure_queue('fc_ko', key_concurrency => 0);
+SELECT wf_enqueue('fc_ko', '"k5"') > 0 AS enqueued;
+SELECT * FROM fc_key_order ORDER BY 1, 2;

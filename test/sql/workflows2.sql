@@ -118,7 +118,8 @@ CREATE FUNCTION wf2_state() RETURNS text LANGUAGE sql SECURITY DEFINER AS $$
            FROM wf.workflow_key k WHERE key LIKE 'wf2%'),
         (SELECT md5(coalesce(string_agg(e::text, ',' ORDER BY name), ''))
            FROM wf.event e WHERE name LIKE 'wf2%' OR name LIKE 'wf:%'),
-        (SELECT md5(coalesce(string_agg(q::text, ',' ORDER BY queue), ''))
+        -- (key_order_sweep is the worker's to clear, at any time)
+        (SELECT md5(coalesce(string_agg((to_jsonb(q) - 'key_order_sweep')::text, ',' ORDER BY queue), ''))
            FROM wf.queue_config q WHERE queue LIKE 'wf2\_%'))
 $$;
 

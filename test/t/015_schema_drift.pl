@@ -28,16 +28,17 @@ my $node = wf_node('schema_drift', no_extension => 1);
 my $current = $node->safe_psql('postgres',
 	"SELECT default_version FROM pg_available_extensions WHERE name = 'pg_wf'");
 is( $node->safe_psql('postgres',
-		"SELECT string_agg(version, ' ' ORDER BY version) FROM pg_available_extension_versions WHERE name = 'pg_wf'"),
-	'1.0 1.1 1.2 1.3 1.4 1.5 1.6 1.7 1.8 1.9', 'versions 1.0 to 1.9 are installable');
+		"SELECT string_agg(version, ' ' ORDER BY string_to_array(version, '.')::int[])"
+		  . " FROM pg_available_extension_versions WHERE name = 'pg_wf'"),
+	'1.0 1.1 1.2 1.3 1.4 1.5 1.6 1.7 1.8 1.9 1.10', 'versions 1.0 to 1.10 are installable');
 is( $node->safe_psql('postgres',
 		"SELECT path FROM pg_extension_update_paths('pg_wf') WHERE source = '1.0' AND target = '$current'"),
-	'1.0--1.1--1.2--1.3--1.4--1.5--1.6--1.7--1.8--1.9', 'the update path from 1.0');
+	'1.0--1.1--1.2--1.3--1.4--1.5--1.6--1.7--1.8--1.9--1.10', 'the update path from 1.0');
 
 # One database created fresh, one created at each older version and updated.
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION pg_wf');
-my @old = ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5', '1.6', '1.7', '1.8');
+my @old = ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5', '1.6', '1.7', '1.8', '1.9');
 for my $v (@old)
 {
 	(my $db = "from_$v") =~ s/\./_/;

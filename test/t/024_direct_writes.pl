@@ -37,8 +37,8 @@ my @changes = split /\n/, $node->safe_psql('postgres',
 	"SELECT data FROM pg_logical_slot_get_changes('decoded', NULL, NULL) WHERE data LIKE 'table wf.%'");
 is(scalar(grep { /^table wf\.job: INSERT: queue\[text\]:'dw' id\[bigint\]:\d+ .*status\[text\]:'pending'.*payload\[jsonb\]:'[123]'/ } @changes),
 	3, 'each new job row of the batch is decoded');
-is(scalar(grep { /^table wf\.ready: INSERT: queue\[text\]:'dw' priority\[integer\]:0 run_at\[timestamp with time zone\]:'[^']+' id\[bigint\]:\d+ key\[text\]:null version\[text\]:null$/ } @changes),
-	3, 'and each new ready row');
+is(scalar(grep { /^table wf\.ready: INSERT: queue\[text\]:'dw' priority\[integer\]:0 run_at\[timestamp with time zone\]:'[^']+' id\[bigint\]:\d+ key\[text\]:null version\[text\]:null key_order\[boolean\]:false$/ } @changes),
+	3, 'and each new ready row (outside the key order: the queue claims in plain order)');
 is(scalar(grep { /^table wf\.ready: DELETE: queue\[text\]:'dw' priority\[integer\]:0 run_at\[timestamp with time zone\]:'[^']+' id\[bigint\]:\d+$/ } @changes),
 	3, 'each claim\'s delete of a ready row is decoded, named by its replica identity');
 is(scalar(grep { /^table wf\.job: UPDATE: .*status\[text\]:'done'.*result\[jsonb\]:'"(one|two|three)"'/ } @changes),

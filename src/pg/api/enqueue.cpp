@@ -102,6 +102,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
         require_right(Capability::produce, queue);
         QueueSettings settings = queue_settings(job.queue);
         if (!job.version && settings.version) job.version = text_datum(*settings.version);
+        job.key_order = settings.flow.by_key();
         if (settings.flow.ordered && !job.key)
             refuse_job_without_key(queue, "Pass key => the group this job runs in order with.");
         if (settings.flow.ordered)
@@ -232,7 +233,7 @@ WF_SQL_FUNCTION(wf_enqueue_batch) {
         std::optional<Datum> version;
         if (settings.version) version = text_datum(*settings.version);
         return insert_pending_jobs(queue_datum, PointerGetDatum(payloads), settings.max_attempts,
-                                   keys, version);
+                                   keys, version, settings.flow.by_key());
     });
     return_ids(fcinfo, ids);
     return 0;

@@ -9,6 +9,9 @@
 #include "core/validation.hpp"
 #include "pg/api/frame.hpp"
 #include "pg/api/rights.hpp"
+#include "pg/citus/shard_route.hpp"
+#include "pg/jobs/key_order.hpp"
+#include "pg/runtime/extension.hpp"
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/wakeup.hpp"
 
@@ -54,9 +57,18 @@ PreparedStatement upsert_config(
     "   updated_at = now()"
     " RETURNING backoff_base <= backoff_max AS backoff_in_order,"
     "           NOT (ordered AND coalesce(key_concurrency, 1) > 1) AS ordering_consistent,"
-    "           rate_limit IS NOT NULL OR key_rate_limit IS NOT NULL AS rate_limited",
+    "           rate_limit IS NOT NULL OR key_rate_limit IS NOT NULL AS rate_limited,"
+    "           " WF_SQL_CLAIMS_BY_KEY("c") " AS by_key",
     {TEXTOID, INT4OID, INTERVALOID, INTERVALOID, INTERVALOID, INT4OID, BOOLOID, INT4OID,
      INTERVALOID, INT4OID, INT4OID, BOOLOID, BOOLOID, INTERVALOID, TEXTOID});
+
+// Whether the queue's claims go key by key before this call changes its
+// settings (a queue without settings does not), its row locked: the change
+// applies to the version read, whatever another call committed meanwhile.
+PreparedStatement claimed_by_key(
+    "SELECT " WF_SQL_CLAIMS_BY_KEY("c") " AS by_key FROM wf.queue_config c WHERE c.queue = $1"
+    " FOR UPDATE",
+    {TEXTOID});
 
 
 PreparedStatement read_queue_config(
@@ -185,6 +197,8 @@ WF_SQL_FUNCTION(wf_configure_queue) {
         require_right(Capability::administer, queue);
         Params<kArgs> p;
         for (int i = 0; i < kArgs; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));
+        Rows before = claimed_by_key.execute(p.values, p.nulls);
+        bool was_by_key = !before.empty() && before.bool_at(0, "by_key");
         Rows result = upsert_config.execute(p.values, p.nulls);
         if (!result.bool_at(0, "backoff_in_order"))
             throw core::Error(core::sqlstate::invalid_parameter,
@@ -197,6 +211,10 @@ WF_SQL_FUNCTION(wf_configure_queue) {
                               "Set key_concurrency => 0 (or 1), or ordered => false.");
         // Without shared memory every claim of the queue would fail.
         if (result.bool_at(0, "rate_limited")) require_rate_windows();
+        // Ready rows are left out of the key order only where this node's
+        // worker sweeps (job_inserts.hpp, ReadyInserts).
+        if (result.bool_at(0, "by_key") && !was_by_key && !distributed() && schema_at_least("1.10"))
+            enter_key_order(PG_GETARG_DATUM(0));
         invalidate_queue_settings();
         // Unpaused, or room under a higher max_running: waiting claimers retry.
         note_queue_ready(queue);

@@ -41,17 +41,34 @@ void begin_direct_statement(Snapshot* snapshot, CommandId* command) {
     *command = GetCurrentCommandId(true);
 }
 
-AttrNumber column_number(Relation table, const char* name, Oid type) {
+namespace {
+// The column's number; 0 if there is none by that name, -1 if it has
+// another type.
+AttrNumber find_column(Relation table, const char* name, Oid type) {
     TupleDesc desc = RelationGetDescr(table);
     for (int i = 0; i < desc->natts; i++) {
         Form_pg_attribute att = TupleDescAttr(desc, i);
-        if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0) {
-            if (att->atttypid != type) break;
-            return att->attnum;
-        }
+        if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+            return att->atttypid == type ? att->attnum : -1;
     }
+    return 0;
+}
+[[noreturn]] void no_such_column(Relation table, const char* name, Oid type) {
     unexpected_table_shape(RelationGetRelationName(table),
                            psprintf("it has no column \"%s\" of type %s", name, format_type_be(type)));
+}
+}  // namespace
+
+AttrNumber column_number(Relation table, const char* name, Oid type) {
+    AttrNumber at = find_column(table, name, type);
+    if (at <= 0) no_such_column(table, name, type);
+    return at;
+}
+
+AttrNumber column_number_if_any(Relation table, const char* name, Oid type) {
+    AttrNumber at = find_column(table, name, type);
+    if (at < 0) no_such_column(table, name, type);
+    return at;
 }
 
 void open_hot_table(const char* function, const char* table, const char* index, const char* suffix,

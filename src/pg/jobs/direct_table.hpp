@@ -54,6 +54,9 @@ void begin_direct_statement(Snapshot* snapshot, CommandId* command);
 // schema update added come after the others in an updated table, so only
 // the leading key columns are looked up by a fixed number.
 AttrNumber column_number(Relation table, const char* name, Oid type);
+// The same for a column a later schema version added: 0 when the table has
+// none by that name (a database not yet updated).
+AttrNumber column_number_if_any(Relation table, const char* name, Oid type);
 
 // The index entries of rows written by hand, by the executor's own
 // ExecInsertIndexTuples (every index, partial ones evaluated, unique ones

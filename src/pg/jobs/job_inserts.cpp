@@ -7,6 +7,7 @@
 
 #include "pg/citus/shard_route.hpp"
 #include "pg/jobs/job_state.hpp"
+#include "pg/runtime/shared_memory.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -51,7 +52,7 @@ const ExpectedColumn kReadyColumns[] = {{kReadyQueue, "queue", TEXTOID},
                                         {kReadyId, "id", INT8OID},
                                         {kReadyKey, "key", TEXTOID},
                                         {kReadyVersion, "version", TEXTOID}};
-const char* const kReadyColumnNames[] = {"queue", "priority", "run_at", "id", "key", "version"};
+const char* const kReadyColumnNames[] = {"queue", "priority", "run_at", "id", "key", "version", "key_order"};
 
 const char* const kDependencyColumnNames[] = {"parent_id", "child_queue", "child_id"};
 
@@ -126,10 +127,12 @@ void ReadyInserts::open(const char* function) {
     open_hot_table(function, "ready", "ready_claim_order", group != nullptr ? group->ready_suffix.c_str() : "",
                    kInsert, kReadyColumns, lengthof(kReadyColumns), 1, &table, &index);
     require_only_columns(table, kReadyColumnNames, lengthof(kReadyColumnNames));
+    key_order_at = column_number_if_any(table, "key_order", BOOLOID);
+    always_key_order = group != nullptr || !shared_memory_ready();
 }
 
 void ReadyInserts::add(Datum queue, int32 priority, Datum run_at, int64 id, Datum key, bool key_null,
-                       Datum version, bool version_null) {
+                       Datum version, bool version_null, bool key_order) {
     TupleTableSlot* r = next();
     set(r, kReadyQueue, queue);
     set(r, kReadyPriority, Int32GetDatum(priority));
@@ -137,6 +140,7 @@ void ReadyInserts::add(Datum queue, int32 priority, Datum run_at, int64 id, Datu
     set(r, kReadyId, Int64GetDatum(id));
     set(r, kReadyKey, key, key_null);
     set(r, kReadyVersion, version, version_null);
+    if (key_order_at != 0) set(r, key_order_at, BoolGetDatum(key_order || always_key_order));
     keep(r);
 }
 
@@ -247,7 +251,7 @@ int64 JobInserts::add(const NewJob& job, Datum child_of, bool child_of_null) {
     buffered_jobs++;
     if (pending)
         ready.add(job.queue, job.priority, run_at, id, job.key.value_or(0), !job.key, job.version.value_or(0),
-                  !job.version);
+                  !job.version, job.key_order);
     MemoryContextSwitchTo(outer);
     if (buffered_jobs == kInsertBatch) flush();
     return id;

@@ -39,12 +39,20 @@ struct RowBuffer {
 // wf.ready rows inserted by hand: a job that becomes pending (a new one, a
 // released child) enters the ready set.
 struct ReadyInserts : RowBuffer {
+    // wf.ready's key_order (1.10), 0 on a schema without it.
+    AttrNumber key_order_at;
+    // Every row goes in the key order where no worker of this node puts
+    // in what an enqueue racing wf_configure_queue left out (key_order.hpp):
+    // on a distributed pg_wf, or without pg_wf preloaded.
+    bool always_key_order;
+
     void open(const char* function);
     // Buffers the ready row of job (queue, id) (text datums, `key` and
-    // `version` may be null), which must live until the next flush().
-    // The caller flushes when full().
+    // `version` may be null), which must live until the next flush(), in
+    // ready_key_order unless `key_order` is false (its queue's claims do
+    // not go key by key). The caller flushes when full().
     void add(Datum queue, int32 priority, Datum run_at, int64 id, Datum key, bool key_null, Datum version,
-             bool version_null);
+             bool version_null, bool key_order);
 };
 
 // wf.dependency's columns (sql/pg_wf.sql), all of them, its key in this order.

@@ -682,7 +682,8 @@ std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload) 
 }
 
 std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts,
-                                       std::optional<Datum> keys, std::optional<Datum> version) {
+                                       std::optional<Datum> keys, std::optional<Datum> version,
+                                       bool key_order) {
     Jsonb* array = call([&] { return DatumGetJsonbP(payloads); });
     std::vector<int64> ids(JB_ROOT_COUNT(array));
     if (ids.empty()) return ids;
@@ -690,6 +691,7 @@ std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_at
     job.queue = queue;
     job.max_attempts = max_attempts;
     job.version = version;
+    job.key_order = key_order;
     int64* next_id = ids.data();
     call([&] {
         // One key (or NULL) per payload, in the same place (checked by

@@ -108,6 +108,12 @@ static_assert(WF_DEFAULT_MAX_ATTEMPTS == 5, "WF_SQL_DEFAULT_MAX_ATTEMPTS says 5"
     " SELECT queue, priority, run_at, id, key, version FROM " FROM " " WHERE ")"
 #define WF_SQL_IF_PENDING "WHERE status = 'pending'"
 
+// SQL: the claims of the queue whose wf.queue_config row is C go key by key
+// (FlowControl::by_key(), flow_control.hpp).
+#define WF_SQL_CLAIMS_BY_KEY(C)                                                    \
+    "(" C ".fair OR " C ".ordered OR " C ".key_concurrency IS NOT NULL OR " C      \
+    ".key_rate_limit IS NOT NULL)"
+
 // SQL: ready row R is the one of job row J.
 #define WF_SQL_READY_ROW_OF(J, R)                                                  \
     R ".queue = " J ".queue AND " R ".priority = " J ".priority AND " R            \
@@ -146,6 +152,9 @@ struct NewJob {
     // longest run and the time it must start by.
     std::optional<Datum> key, dedup_key, max_run_time, start_by;
     std::optional<Datum> version;  // text (workflows 2)
+    // Its ready row goes in ready_key_order: false only when the queue's
+    // claims do not go key by key (QueueSettings::flow.by_key()).
+    bool key_order = true;
 };
 // The new job's id; none when its idempotency key is taken (the insert
 // waited for a racing one to commit).
@@ -159,7 +168,8 @@ std::optional<KeyHolder> find_job_by_key(Datum queue, Datum key, Datum payload);
 // One pending job per element of a jsonb array, in order, with the key of
 // the same place in `keys` (a text[] as long as it, or none); their ids.
 std::vector<int64> insert_pending_jobs(Datum queue, Datum payloads, int32 max_attempts,
-                                       std::optional<Datum> keys, std::optional<Datum> version);
+                                       std::optional<Datum> keys, std::optional<Datum> version,
+                                       bool key_order);
 
 // Dedup windows: the active job (blocked, pending, running or waiting)
 // that holds `dedup_key` in the queue, locked for this transaction (a

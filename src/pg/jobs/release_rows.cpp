@@ -154,7 +154,7 @@ Released release_children_by_hand(const std::vector<int64>& parents) {
             if (!now_ready) continue;
             ready.add(edge.child_queue, DatumGetInt32(values[at.priority - 1]), values[at.run_at - 1],
                       edge.child_id, values[at.key - 1], nulls[at.key - 1], values[at.version - 1],
-                      nulls[at.version - 1]);
+                      nulls[at.version - 1], /*key_order=*/true);
             r.ready_queues[r.nready++] = DatumGetTextPP(edge.child_queue);
             if (ready.full()) {
                 ready.flush(jobs.snapshot, jobs.command);

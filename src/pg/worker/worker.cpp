@@ -9,6 +9,7 @@
 #include "pg/citus/shard_route.hpp"
 #include "pg/jobs/dependencies.hpp"
 #include "pg/jobs/job_state.hpp"
+#include "pg/jobs/key_order.hpp"
 #include "pg/runtime/extension.hpp"
 #include "pg/runtime/run_as.hpp"
 #include "pg/worker/reaper.hpp"
@@ -506,6 +507,9 @@ void run_full_pass() {
     run_pass("pg_wf sweep", [&] { recovered = sweep_database(); });
     run_pass("pg_wf timeouts", [] { wake_waiting_jobs(std::nullopt, std::nullopt); });
     run_pass("pg_wf cron", [] { fire_due_schedules(); });
+    run_pass("pg_wf key order", [] {
+        if (schema_at_least("1.10")) sweep_key_order();
+    });
     retention_pass(&retention_cursor);
     run_pass<PassKind::vacuum>("pg_wf: VACUUM wf.ready",
                                [] { vacuum_hot_table("ready", &dead_left.ready); });

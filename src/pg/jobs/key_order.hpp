@@ -1,0 +1,25 @@
+// Which ready rows are in wf.ready_key_order (1.10): only those of queues
+// whose claims go key by key (fair, ordered, per-key limits), so that an
+// enqueue into any other queue writes one index entry less. An enqueue
+// decides from the queue's settings as it read them (ReadyInserts); these
+// put in the rows of a queue that began to claim key by key.
+#pragma once
+
+#include "pg/base/postgres.hpp"
+
+namespace wf::pg {
+
+// wf_configure_queue, in the transaction that makes `queue` (text) claim
+// key by key: its ready rows go in the key order, and the queue is marked
+// for sweep_key_order (a transaction running now may still write rows
+// outside it, with the settings it read before). Inside SPI.
+void enter_key_order(Datum queue);
+
+// The worker, each full pass: for each marked queue, the transactions
+// running when it first saw the mark are noted; once all of them have
+// ended, every row they could have left out is committed or gone, and the
+// queue's rows go in the key order and the mark is cleared (unless a
+// newer wf_configure_queue set it again). Inside SPI.
+void sweep_key_order();
+
+}  // namespace wf::pg

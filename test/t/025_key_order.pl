@@ -1,0 +1,71 @@
+# The ready set's key order (1.10) holds only the ready rows of queues whose
+# claims go key by key: an enqueue into any other queue writes its ready row
+# outside wf.ready_key_order. A queue that begins to claim key by key has its
+# rows put in by wf_configure_queue itself -- all but those of transactions
+# still open then, which read the queue's plain settings before the change
+# and write outside the key order after it. The worker puts those in once
+# every transaction that overlapped the change has ended. Here such an
+# enqueue is left open across the change: its row is outside the key order,
+# the queue stays marked while the enqueue is open, and once it commits the
+# worker puts the row in and a fair claim takes the job.
+use strict;
+use warnings FATAL => 'all';
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use WfTap;
+
+my $node = wf_node('key_order', sweep_interval => '200ms');
+$node->safe_psql('postgres', 'CREATE EXTENSION amcheck');
+
+my $late = $node->background_psql('postgres');
+$late->query_safe('BEGIN');
+# The enqueue reads the queue's settings (none: plain claims).
+my $early = $late->query_safe(q{SELECT wf_enqueue('ko', '"early"')});
+$node->safe_psql('postgres', q{SELECT wf_configure_queue('ko', fair => true)});
+# Still open, the transaction enqueues again with the settings it read.
+my $straggler = $late->query_safe(q{SELECT wf_enqueue('ko', '"late"')});
+is( $late->query_safe(q{SELECT string_agg(key_order::text, ',' ORDER BY id) FROM wf.ready WHERE queue = 'ko'}),
+	'false,false', 'an enqueue open across the change writes its ready rows outside the key order');
+is( $node->safe_psql('postgres', q{SELECT key_order_sweep FROM wf.queue_config WHERE queue = 'ko'}),
+	't', 'the queue is marked for the worker');
+# Several passes of the worker: the mark stays while the enqueue is open.
+sleep(1);
+is( $node->safe_psql('postgres', q{SELECT key_order_sweep FROM wf.queue_config WHERE queue = 'ko'}),
+	't', 'and stays marked while a transaction that overlapped the change is open');
+
+$late->query_safe('COMMIT');
+ok( $node->poll_query_until('postgres',
+		q{SELECT NOT key_order_sweep FROM wf.queue_config WHERE queue = 'ko'}),
+	'once it committed, the worker clears the mark');
+is( $node->safe_psql('postgres', q{SELECT string_agg(key_order::text, ',') FROM wf.ready WHERE queue = 'ko'}),
+	'true,true', 'and every ready row of the queue is in the key order');
+is( $node->safe_psql('postgres',
+		q{SELECT string_agg(payload #>> '{}', ',' ORDER BY id) FROM wf_claim('ko', max_jobs => 10)}),
+	'early,late', 'a fair claim takes both jobs');
+is( $node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_index i, bt_index_check(i.indexrelid, heapallindexed => true)
+	 WHERE i.indrelid = 'wf.ready'::regclass}),
+	'3', 'every index of wf.ready is sound');
+
+# A newer change while the worker waits: marked again, swept again.
+my $open = $node->background_psql('postgres');
+$open->query_safe('BEGIN');
+$open->query_safe(q{SELECT wf_enqueue('ko2', '"a"')});
+$node->safe_psql('postgres', q{SELECT wf_configure_queue('ko2', key_concurrency => 2)});
+$node->safe_psql('postgres', q{SELECT wf_configure_queue('ko2', key_concurrency => 0)});
+$node->safe_psql('postgres', q{SELECT wf_configure_queue('ko2', ordered => true)});
+$open->query_safe(q{SELECT wf_enqueue('ko2', '"b"', key => 'k')});
+$open->query_safe('COMMIT');
+ok( $node->poll_query_until('postgres',
+		q{SELECT NOT key_order_sweep FROM wf.queue_config WHERE queue = 'ko2'}),
+	'a queue changed twice is swept once its overlapping transactions ended');
+is( $node->safe_psql('postgres', q{SELECT string_agg(key_order::text, ',') FROM wf.ready WHERE queue = 'ko2'}),
+	'true,true', 'with every ready row in the key order');
+
+$late->quit;
+$open->quit;
+$node->stop;
+done_testing();
