@@ -20,6 +20,9 @@ use WfTap;
 
 my $node = wf_node('direct_writes', allows_streaming => 1,
 	conf => "wal_level = logical\nmax_replication_slots = 4\n");
+# Ready rows of plain queues leave the key order once a worker serves the
+# database (as the decoded rows below show).
+ok(wait_worker_serves($node), 'a worker serves the database');
 $node->safe_psql('postgres', 'CREATE PUBLICATION everything FOR ALL TABLES');
 $node->safe_psql('postgres', "SELECT 1 FROM pg_create_logical_replication_slot('decoded', 'test_decoding')");
 

@@ -3,11 +3,14 @@
 # outside wf.ready_key_order. A queue that begins to claim key by key has its
 # rows put in by wf_configure_queue itself -- all but those of transactions
 # still open then, which read the queue's plain settings before the change
-# and write outside the key order after it. The worker puts those in once
-# every transaction that overlapped the change has ended. Here such an
-# enqueue is left open across the change: its row is outside the key order,
-# the queue stays marked while the enqueue is open, and once it commits the
-# worker puts the row in and a fair claim takes the job.
+# and write outside the key order after it. The worker puts those in as
+# the transactions that overlapped the change end, and clears the queue's
+# mark once all of them have. Here an enqueue is left open across the
+# change, next to an unrelated open transaction: its rows are outside the
+# key order; once it commits the worker puts them in (the queue still
+# marked, the other one still open) and a fair claim takes both jobs; once
+# the other one ends the mark is cleared. Then a queue changed three times
+# while an enqueue into it is open.
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
@@ -19,14 +22,21 @@ use WfTap;
 
 my $node = wf_node('key_order', sweep_interval => '200ms');
 $node->safe_psql('postgres', 'CREATE EXTENSION amcheck');
+# Until a worker serves the database, every ready row is in the key order.
+ok(wait_worker_serves($node), 'a worker serves the database');
+
+# An unrelated transaction, open across the change too.
+my $idle = $node->background_psql('postgres');
+$idle->query_safe('BEGIN');
+$idle->query_safe('SELECT 1');
 
 my $late = $node->background_psql('postgres');
 $late->query_safe('BEGIN');
 # The enqueue reads the queue's settings (none: plain claims).
-my $early = $late->query_safe(q{SELECT wf_enqueue('ko', '"early"')});
+$late->query_safe(q{SELECT wf_enqueue('ko', '"early"')});
 $node->safe_psql('postgres', q{SELECT wf_configure_queue('ko', fair => true)});
 # Still open, the transaction enqueues again with the settings it read.
-my $straggler = $late->query_safe(q{SELECT wf_enqueue('ko', '"late"')});
+$late->query_safe(q{SELECT wf_enqueue('ko', '"late"')});
 is( $late->query_safe(q{SELECT string_agg(key_order::text, ',' ORDER BY id) FROM wf.ready WHERE queue = 'ko'}),
 	'false,false', 'an enqueue open across the change writes its ready rows outside the key order');
 is( $node->safe_psql('postgres', q{SELECT key_order_sweep FROM wf.queue_config WHERE queue = 'ko'}),
@@ -38,13 +48,17 @@ is( $node->safe_psql('postgres', q{SELECT key_order_sweep FROM wf.queue_config W
 
 $late->query_safe('COMMIT');
 ok( $node->poll_query_until('postgres',
-		q{SELECT NOT key_order_sweep FROM wf.queue_config WHERE queue = 'ko'}),
-	'once it committed, the worker clears the mark');
-is( $node->safe_psql('postgres', q{SELECT string_agg(key_order::text, ',') FROM wf.ready WHERE queue = 'ko'}),
-	'true,true', 'and every ready row of the queue is in the key order');
+		q{SELECT bool_and(key_order) AND count(*) = 2 FROM wf.ready WHERE queue = 'ko'}),
+	'once it committed, the worker puts its rows in the key order');
+is( $node->safe_psql('postgres', q{SELECT key_order_sweep FROM wf.queue_config WHERE queue = 'ko'}),
+	't', 'while another transaction that overlapped the change runs, the queue stays marked');
 is( $node->safe_psql('postgres',
 		q{SELECT string_agg(payload #>> '{}', ',' ORDER BY id) FROM wf_claim('ko', max_jobs => 10)}),
 	'early,late', 'a fair claim takes both jobs');
+$idle->query_safe('COMMIT');
+ok( $node->poll_query_until('postgres',
+		q{SELECT NOT key_order_sweep FROM wf.queue_config WHERE queue = 'ko'}),
+	'once that one ended too, the worker clears the mark');
 is( $node->safe_psql('postgres', q{
 	SELECT count(*) FROM pg_index i, bt_index_check(i.indexrelid, heapallindexed => true)
 	 WHERE i.indrelid = 'wf.ready'::regclass}),
@@ -66,6 +80,7 @@ is( $node->safe_psql('postgres', q{SELECT string_agg(key_order::text, ',') FROM 
 	'true,true', 'with every ready row in the key order');
 
 $late->quit;
+$idle->quit;
 $open->quit;
 $node->stop;
 done_testing();

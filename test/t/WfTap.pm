@@ -14,7 +14,7 @@ use Time::HiRes ();
 
 our @EXPORT = qw(wf_node wf_install_helpers client_pid kill_client backend_pid
   wait_status_epoch reaper_count wait_reapers median now_s start_query
-  finish_query);
+  finish_query wait_worker_serves);
 
 sub now_s { return Time::HiRes::time(); }
 
@@ -76,7 +76,25 @@ BEGIN
     PERFORM pg_sleep(0.001);
   END LOOP;
 END $$;
+-- Whether a worker serves the database: only then does an enqueue into a
+-- queue that claims in plain order leave its ready row out of the key
+-- order (1.10). The probe job is cancelled.
+CREATE FUNCTION wf_test_worker_serves() RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE probe bigint; outside boolean;
+BEGIN
+  probe := wf_enqueue('wf_test_probe', '{}');
+  SELECT NOT r.key_order INTO outside FROM wf.ready r WHERE r.queue = 'wf_test_probe' AND r.id = probe;
+  PERFORM wf_cancel('wf_test_probe', probe);
+  RETURN outside;
+END $$;
 });
+}
+
+# Waits until a worker serves the database (wf_test_worker_serves).
+sub wait_worker_serves
+{
+	my ($node, $db) = @_;
+	return $node->poll_query_until($db // 'postgres', 'SELECT wf_test_worker_serves()');
 }
 
 # The pid of the psql process behind a background_psql session.

@@ -7,7 +7,7 @@
 
 #include "pg/citus/shard_route.hpp"
 #include "pg/jobs/job_state.hpp"
-#include "pg/runtime/shared_memory.hpp"
+#include "pg/runtime/worker_registry.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -128,7 +128,7 @@ void ReadyInserts::open(const char* function) {
                    kInsert, kReadyColumns, lengthof(kReadyColumns), 1, &table, &index);
     require_only_columns(table, kReadyColumnNames, lengthof(kReadyColumnNames));
     key_order_at = column_number_if_any(table, "key_order", BOOLOID);
-    always_key_order = group != nullptr || !shared_memory_ready();
+    always_key_order = group != nullptr || !database_worker_alive(MyDatabaseId);
 }
 
 void ReadyInserts::add(Datum queue, int32 priority, Datum run_at, int64 id, Datum key, bool key_null,

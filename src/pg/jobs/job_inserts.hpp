@@ -41,9 +41,10 @@ struct RowBuffer {
 struct ReadyInserts : RowBuffer {
     // wf.ready's key_order (1.10), 0 on a schema without it.
     AttrNumber key_order_at;
-    // Every row goes in the key order where no worker of this node puts
-    // in what an enqueue racing wf_configure_queue left out (key_order.hpp):
-    // on a distributed pg_wf, or without pg_wf preloaded.
+    // Every row goes in the key order where no worker puts in what an
+    // enqueue racing wf_configure_queue left out (key_order.hpp): on a
+    // distributed pg_wf, and while no worker serves this database (pg_wf
+    // not preloaded, the database not in wf.databases, a worker starting).
     bool always_key_order;
 
     void open(const char* function);

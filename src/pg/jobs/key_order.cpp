@@ -30,14 +30,20 @@ PreparedStatement mark_queue(
 PreparedStatement marked_queues(
     "SELECT queue, xmin::text AS mark FROM wf.queue_config WHERE key_order_sweep", {});
 
+// While transactions that overlapped the change run: the rows of those
+// that ended since the last look (the only ones that can be new).
 PreparedStatement sweep_queue(
+    "UPDATE wf.ready SET key_order = true WHERE queue = $1 AND NOT key_order", {TEXTOID});
+
+// Once all of them have ended: the last rows, and the mark cleared.
+PreparedStatement finish_queue(
     "WITH " WF_SQL_READY_INTO_KEY_ORDER
     " UPDATE wf.queue_config SET key_order_sweep = false"
     "  WHERE queue = $1 AND key_order_sweep AND xmin::text = $2",
     {TEXTOID, TEXTOID});
 
 // A marked queue as the worker saw it: its mark, and the transactions that
-// were running then.
+// were running then and have not ended since.
 struct Waiting {
     std::string mark;
     std::vector<VirtualTransactionId> running;
@@ -61,12 +67,17 @@ std::vector<VirtualTransactionId> running_transactions() {
     return out;
 }
 
-bool all_ended(const std::vector<VirtualTransactionId>& ids) {
-    return call([&] {
-        for (const VirtualTransactionId& id : ids)
-            if (!VirtualXactLock(id, /*wait=*/false)) return false;
-        return true;
+// Drops the transactions that have ended; whether any had.
+bool drop_ended(std::vector<VirtualTransactionId>* ids) {
+    size_t before = ids->size();
+    size_t kept = call([&] {
+        size_t k = 0;
+        for (size_t i = 0; i < ids->size(); i++)
+            if (!VirtualXactLock((*ids)[i], /*wait=*/false)) (*ids)[k++] = (*ids)[i];
+        return k;
     });
+    ids->resize(kept);
+    return kept < before;
 }
 
 }  // namespace
@@ -85,18 +96,20 @@ void sweep_key_order() {
         std::string mark = marked.text_at(r, "mark");
         auto seen = waiting.find(queue);
         // Seen first (or set again since): what runs now is what may still
-        // write outside the key order.
-        Waiting w = seen != waiting.end() && seen->second.mark == mark
-                        ? std::move(seen->second)
-                        : Waiting{mark, running_transactions()};
-        if (!all_ended(w.running)) {
-            still[queue] = std::move(w);
-            continue;
-        }
+        // write outside the key order, and what ended since the change
+        // committed may have written there already.
+        bool first = seen == waiting.end() || seen->second.mark != mark;
+        Waiting w = first ? Waiting{mark, running_transactions()} : std::move(seen->second);
+        bool some_ended = drop_ended(&w.running);
         Params<2> p;
         p.set(0, text_datum(queue));
         p.set(1, text_datum(mark));
-        sweep_queue.execute(p.values, p.nulls);
+        if (w.running.empty()) {
+            finish_queue.execute(p.values, p.nulls);
+            continue;
+        }
+        if (first || some_ended) sweep_queue.execute(p.values, p.nulls);
+        still[queue] = std::move(w);
     }
     waiting = std::move(still);
 }

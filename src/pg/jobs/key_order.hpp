@@ -1,8 +1,9 @@
 // Which ready rows are in wf.ready_key_order (1.10): only those of queues
 // whose claims go key by key (fair, ordered, per-key limits), so that an
 // enqueue into any other queue writes one index entry less. An enqueue
-// decides from the queue's settings as it read them (ReadyInserts); these
-// put in the rows of a queue that began to claim key by key.
+// decides from the queue's settings as it read them, and only while a
+// worker serves the database (ReadyInserts); these put in the rows of a
+// queue that began to claim key by key.
 #pragma once
 
 #include "pg/base/postgres.hpp"
@@ -16,10 +17,11 @@ namespace wf::pg {
 void enter_key_order(Datum queue);
 
 // The worker, each full pass: for each marked queue, the transactions
-// running when it first saw the mark are noted; once all of them have
-// ended, every row they could have left out is committed or gone, and the
-// queue's rows go in the key order and the mark is cleared (unless a
-// newer wf_configure_queue set it again). Inside SPI.
+// running when it first saw the mark are noted, and the queue's rows go in
+// the key order then and each time some of those have ended (a row left
+// out becomes visible when its transaction commits); once all of them have
+// ended, the mark is cleared (unless a newer wf_configure_queue set it
+// again). Inside SPI.
 void sweep_key_order();
 
 }  // namespace wf::pg
