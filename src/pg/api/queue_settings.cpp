@@ -197,7 +197,7 @@ WF_SQL_FUNCTION(wf_configure_queue) {
         require_right(Capability::administer, queue);
         Params<kArgs> p;
         for (int i = 0; i < kArgs; i++) p.set_or_null(i, PG_ARGISNULL(i), PG_GETARG_DATUM(i));
-        Rows before = claimed_by_key.execute(p.values, p.nulls);
+        Rows before = claimed_by_key.execute(p.values, p.nulls);  // $1: the queue
         bool was_by_key = !before.empty() && before.bool_at(0, "by_key");
         Rows result = upsert_config.execute(p.values, p.nulls);
         if (!result.bool_at(0, "backoff_in_order"))

@@ -5,6 +5,7 @@
 #include "pg/base/spi.hpp"
 #include "pg/citus/cluster_calls.hpp"
 #include "pg/citus/shard_route.hpp"
+#include "pg/jobs/key_order.hpp"
 #include "pg/runtime/extension.hpp"
 
 namespace wf::pg {
@@ -123,15 +124,9 @@ bool is_distributed_text(const std::string& table) {
     return is_distributed.execute(p.values, p.nulls).bool_at(0, "done");
 }
 
-// A distributed pg_wf keeps every ready row in the key order (its nodes'
-// workers do not sweep it, key_order.hpp): those enqueued before too.
-PreparedStatement all_into_key_order(
-    "WITH moved AS (UPDATE wf.ready SET key_order = true WHERE NOT key_order)"
-    " UPDATE wf.queue_config SET key_order_sweep = false WHERE key_order_sweep", {});
-
 void distribute_all() {
     require_coordinator("wf_distribute()");
-    if (schema_at_least("1.10") && !is_distributed_text("wf.ready")) all_into_key_order.execute();
+    if (schema_at_least("1.10") && !is_distributed_text("wf.ready")) every_ready_row_into_key_order();
     for (const ByQueue& t : kByQueue) {
         std::string name = std::string("wf.") + t.table;
         if (is_distributed_text(name)) continue;

@@ -17,13 +17,14 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-// A row enqueued outside the key order goes in; the queue's mark says which
-// wf_configure_queue set it (its row version, xmin).
-#define WF_SQL_READY_INTO_KEY_ORDER \
-    "moved AS (UPDATE wf.ready SET key_order = true WHERE queue = $1 AND NOT key_order)"
+// A row enqueued outside the key order goes in (of queue $1, or of every
+// queue); the queue's mark says which wf_configure_queue set it (its row
+// version, xmin).
+#define WF_SQL_READY_INTO_KEY_ORDER(WHERE) \
+    "moved AS (UPDATE wf.ready SET key_order = true WHERE " WHERE "NOT key_order)"
 
 PreparedStatement mark_queue(
-    "WITH " WF_SQL_READY_INTO_KEY_ORDER
+    "WITH " WF_SQL_READY_INTO_KEY_ORDER("queue = $1 AND ")
     " UPDATE wf.queue_config SET key_order_sweep = true WHERE queue = $1",
     {TEXTOID});
 
@@ -35,9 +36,13 @@ PreparedStatement marked_queues(
 PreparedStatement sweep_queue(
     "UPDATE wf.ready SET key_order = true WHERE queue = $1 AND NOT key_order", {TEXTOID});
 
+PreparedStatement every_queue(
+    "WITH " WF_SQL_READY_INTO_KEY_ORDER("")
+    " UPDATE wf.queue_config SET key_order_sweep = false WHERE key_order_sweep", {});
+
 // Once all of them have ended: the last rows, and the mark cleared.
 PreparedStatement finish_queue(
-    "WITH " WF_SQL_READY_INTO_KEY_ORDER
+    "WITH " WF_SQL_READY_INTO_KEY_ORDER("queue = $1 AND ")
     " UPDATE wf.queue_config SET key_order_sweep = false"
     "  WHERE queue = $1 AND key_order_sweep AND xmin::text = $2",
     {TEXTOID, TEXTOID});
@@ -88,6 +93,8 @@ void enter_key_order(Datum queue) {
     mark_queue.execute(p.values, p.nulls);
 }
 
+void every_ready_row_into_key_order() { every_queue.execute(); }
+
 void sweep_key_order() {
     Rows marked = marked_queues.execute();
     std::map<std::string, Waiting> still;
@@ -101,7 +108,7 @@ void sweep_key_order() {
         bool first = seen == waiting.end() || seen->second.mark != mark;
         Waiting w = first ? Waiting{mark, running_transactions()} : std::move(seen->second);
         bool some_ended = drop_ended(&w.running);
-        Params<2> p;
+        Params<2> p;  // the queue, and its mark for finish_queue
         p.set(0, text_datum(queue));
         p.set(1, text_datum(mark));
         if (w.running.empty()) {

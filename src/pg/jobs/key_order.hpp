@@ -24,4 +24,9 @@ void enter_key_order(Datum queue);
 // again). Inside SPI.
 void sweep_key_order();
 
+// wf_distribute(), before wf.ready is distributed: every ready row goes in
+// the key order and no queue stays marked (a distributed pg_wf keeps every
+// row there; its nodes' workers do not sweep). Inside SPI.
+void every_ready_row_into_key_order();
+
 }  // namespace wf::pg
