@@ -570,3 +570,32 @@ SELECT fc_claim('fc_ko', 10) AS claimed;
 SELECT wf_configure_queue('fc_ko', key_concurrency => 0);
 SELECT wf_enqueue('fc_ko', '"k5"') > 0 AS enqueued;
 SELECT * FROM fc_key_order ORDER BY 1, 2;
+-- Workflow steps too: wf_submit's first steps, and a step released by its
+-- last parent's completion, stay out in a plain queue and go in for a fair
+-- one. A release reads settings only from the completing session's cache (it
+-- runs without SPI), filled by wf_submit and the claim just before; any
+-- invalidation in between (a concurrent wf_configure_queue, an ANALYZE)
+-- empties it and the row goes in, which is correct too: tried again then.
+SELECT wf_configure_queue('fc_kw_fair', fair => true);
+CREATE TEMP TABLE fc_kw_seen (root_in boolean, plain_in boolean, fair_in boolean);
+DO $$
+DECLARE w uuid; job record; root_in boolean; plain_in boolean; fair_in boolean;
+BEGIN
+  FOR i IN 1 .. 50 LOOP
+    w := wf_submit('{"queue": "fc_kw", "steps": [{"name": "r"}, {"name": "p", "after": ["r"]},
+                     {"name": "f", "queue": "fc_kw_fair", "after": ["r"]}]}');
+    SELECT r.key_order INTO root_in FROM wf.ready r JOIN wf.job j USING (queue, id)
+     WHERE j.workflow_id = w AND j.step_name = 'r';
+    SELECT * INTO job FROM wf_claim('fc_kw');
+    PERFORM wf_complete('fc_kw', job.id, job.attempt, '{}');
+    SELECT r.key_order INTO plain_in FROM wf.ready r JOIN wf.job j USING (queue, id)
+     WHERE j.workflow_id = w AND j.step_name = 'p';
+    SELECT r.key_order INTO fair_in FROM wf.ready r JOIN wf.job j USING (queue, id)
+     WHERE j.workflow_id = w AND j.step_name = 'f';
+    EXIT WHEN NOT root_in AND NOT plain_in;
+  END LOOP;
+  INSERT INTO fc_kw_seen VALUES (root_in, plain_in, fair_in);
+END $$;
+SELECT * FROM fc_kw_seen;
+-- A fair claim takes the released step.
+SELECT step_name FROM wf_claim('fc_kw_fair');

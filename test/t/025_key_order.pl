@@ -10,7 +10,8 @@
 # key order; once it commits the worker puts them in (the queue still
 # marked, the other one still open) and a fair claim takes both jobs; once
 # the other one ends the mark is cleared. Then a queue changed three times
-# while an enqueue into it is open.
+# while an enqueue into it is open, and workflow steps released by a
+# transaction open across a change.
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
@@ -79,6 +80,34 @@ ok( $node->poll_query_until('postgres',
 is( $node->safe_psql('postgres', q{SELECT string_agg(key_order::text, ',') FROM wf.ready WHERE queue = 'ko2'}),
 	'true,true', 'with every ready row in the key order');
 
+# Releases too: a completion releases a workflow step into a plain queue
+# outside the key order, reading the queue's settings from its session's
+# cache. Its transaction stays open across the change (the change cannot
+# see that row) and completes another step after it (which may take in the
+# change or not); the worker puts every such row in once it commits.
+my $rel = $node->background_psql('postgres');
+$rel->query_safe('BEGIN');
+for my $n (1, 2) {
+	$rel->query_safe(qq{SELECT wf_submit('{"queue": "kw", "steps": [{"name": "r$n"},
+		{"name": "c$n", "queue": "kwc", "after": ["r$n"]}]}')});
+}
+$rel->query_safe(q{CREATE TEMP TABLE held AS SELECT id, attempt, step_name FROM wf_claim('kw', max_jobs => 2)});
+$rel->query_safe(q{SELECT wf_complete('kw', id, attempt, '{}') FROM held WHERE step_name = 'r1'});
+is( $rel->query_safe(q{
+	SELECT string_agg(j.step_name || ':' || r.key_order, ',' ORDER BY j.step_name)
+	  FROM wf.ready r JOIN wf.job j USING (queue, id) WHERE r.queue = 'kwc'}),
+	'c1:false', 'a step released into a plain queue is written outside the key order');
+$node->safe_psql('postgres', q{SELECT wf_configure_queue('kwc', fair => true)});
+$rel->query_safe(q{SELECT wf_complete('kw', id, attempt, '{}') FROM held WHERE step_name = 'r2'});
+$rel->query_safe('COMMIT');
+ok( $node->poll_query_until('postgres',
+		q{SELECT bool_and(key_order) AND count(*) = 2 FROM wf.ready WHERE queue = 'kwc'}),
+	'once their transaction committed, the worker puts them in the key order');
+is( $node->safe_psql('postgres',
+		q{SELECT string_agg(step_name, ',' ORDER BY step_name) FROM wf_claim('kwc', max_jobs => 10)}),
+	'c1,c2', 'a fair claim takes both steps');
+
+$rel->quit;
 $late->quit;
 $idle->quit;
 $open->quit;

@@ -148,6 +148,17 @@ QueueSettings queue_settings(Datum queue) {
     return settings;
 }
 
+// key_order.hpp: the settings are read from this cache only.
+bool cached_claims_plainly(const char* queue, size_t len) noexcept {
+    try {
+        if (!OidIsValid(config_relid)) return false;  // emptied by an invalidation
+        auto it = cache.find(std::string(queue, len));
+        return it != cache.end() && !it->second.flow.by_key();
+    } catch (...) {
+        return false;
+    }
+}
+
 RateLimit rate_limit_of(int32 limit, const Interval* period) {
     return RateLimit{limit, static_cast<int64>(interval_seconds(period) * 1e6)};
 }

@@ -216,6 +216,7 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
         job.priority = step.priority;
         QueueSettings settings = queue_settings(job.queue);
         job.max_attempts = step.max_attempts.value_or(settings.max_attempts);
+        job.key_order = settings.flow.by_key();  // a root's ready row (key_order.hpp)
         if (step.run_at) job.run_at = parse_run_at(step);
         if (step.key) job.key = text_datum(*step.key);
         // The step's version, else the workflow's, else the parent's (a

@@ -10,6 +10,14 @@
 
 namespace wf::pg {
 
+// Whether `queue`'s settings, as this backend has them cached, say its
+// claims do not go key by key: a release (release_rows.hpp) runs inside
+// call() and may not read settings, so a queue whose settings are not cached
+// (or an allocation failure) answers false and its rows go in the key order.
+// Pure C++ and noexcept, callable there. Defined with the settings cache
+// (api/queue_settings.cpp), which a claim of the queue fills.
+bool cached_claims_plainly(const char* queue, size_t len) noexcept;
+
 // wf_configure_queue, in the transaction that makes `queue` (text) claim
 // key by key: its ready rows go in the key order, and the queue is marked
 // for sweep_key_order (a transaction running now may still write rows

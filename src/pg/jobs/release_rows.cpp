@@ -9,6 +9,7 @@
 #include "pg/jobs/direct_table.hpp"
 #include "pg/jobs/job_inserts.hpp"
 #include "pg/jobs/job_table.hpp"
+#include "pg/jobs/key_order.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -114,6 +115,8 @@ Released release_children_by_hand(const std::vector<int64>& parents) {
         r.locked = static_cast<int64*>(palloc((nedges + 1) * sizeof(int64)));
         r.ready_queues = static_cast<text**>(palloc((nedges + 1) * sizeof(text*)));
         TimestampTz now = GetCurrentTransactionStartTimestamp();
+        text* last_queue = nullptr;
+        bool last_plain = false;
         for (int i = 0; i < nedges;) {
             // One release per finished parent of this child.
             const Edge& edge = edges[i];
@@ -152,9 +155,18 @@ Released release_children_by_hand(const std::vector<int64>& parents) {
             jobs.update(values, nulls, rows);
             ExecClearTuple(jobs.next);
             if (!now_ready) continue;
+            // Out of the key order when this backend knows the queue claims
+            // plainly (key_order.hpp); children mostly share their parent's
+            // queue, so the last answer is kept.
+            text* queue = DatumGetTextPP(edge.child_queue);
+            if (last_queue == nullptr || VARSIZE_ANY_EXHDR(queue) != VARSIZE_ANY_EXHDR(last_queue) ||
+                memcmp(VARDATA_ANY(queue), VARDATA_ANY(last_queue), VARSIZE_ANY_EXHDR(queue)) != 0) {
+                last_queue = queue;
+                last_plain = cached_claims_plainly(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue));
+            }
             ready.add(edge.child_queue, DatumGetInt32(values[at.priority - 1]), values[at.run_at - 1],
                       edge.child_id, values[at.key - 1], nulls[at.key - 1], values[at.version - 1],
-                      nulls[at.version - 1], /*key_order=*/true);
+                      nulls[at.version - 1], /*key_order=*/!last_plain);
             r.ready_queues[r.nready++] = DatumGetTextPP(edge.child_queue);
             if (ready.full()) {
                 ready.flush(jobs.snapshot, jobs.command);
