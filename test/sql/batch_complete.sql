@@ -76,6 +76,19 @@ ALTER TABLE wf.claim DROP CONSTRAINT claim_pkey;
 SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))
        AS without_key;
 ROLLBACK;
+-- Job rows are found through job_id (job_table.cpp): without it, or with
+-- job_id on another column, the same refusal.
+BEGIN;
+DROP INDEX wf.job_id;
+SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))
+       AS without_job_id;
+ROLLBACK;
+BEGIN;
+DROP INDEX wf.job_id;
+CREATE INDEX job_id ON wf.job (attempt);
+SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))
+       AS job_id_elsewhere;
+ROLLBACK;
 BEGIN READ ONLY;
 SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))
        AS read_only;

@@ -1,4 +1,4 @@
-// wf.job by hand (job_table.hpp): a point lookup in job_pkey, a tuple lock
+// wf.job by hand (job_table.hpp): a point lookup in job_id, a tuple lock
 // and a heap update, with the executor's index maintenance when the update
 // is not HOT.
 #include "pg/jobs/job_table.hpp"
@@ -11,6 +11,7 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "utils/fmgroids.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "utils/rel.h"
@@ -20,9 +21,21 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-// wf.job's key (sql/pg_wf.sql); its other columns are found by name.
+// wf.job's key (sql/pg_wf.sql), looked up through job_id (id): a descent
+// of an index of bigints compares no text (job_pkey's (queue, id) compared
+// the queue, by collation, at each level, and reached the id past it); the
+// queue is then checked in the row. Its other columns are found by name.
 constexpr AttrNumber kQueue = 1, kId = 2;
-const ExpectedColumn kJobKey[] = {{kQueue, "queue", TEXTOID}, {kId, "id", INT8OID}};
+const ExpectedColumn kJobById[] = {{kId, "id", INT8OID}, {kQueue, "queue", TEXTOID}};
+
+// Whether text datums `a` and `b` are the same bytes (texteq under any
+// deterministic collation, which a database's default always is).
+bool same_text(Datum a, Datum b) {
+    text* x = DatumGetTextPP(a);
+    text* y = DatumGetTextPP(b);
+    return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
+           memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;
+}
 
 }  // namespace
 
@@ -30,10 +43,10 @@ void JobTable::open(Datum queue_text, const char* function, int writes) {
     queue = queue_text;
     entries.init();
     ShardGroup* group = current_shard_group();
-    open_hot_table(function, "job", "job_pkey", group != nullptr ? group->job_suffix.c_str() : "",
-                   writes, kJobKey, lengthof(kJobKey), 2, &table, &index);
+    open_hot_table(function, "job", "job_id", group != nullptr ? group->job_suffix.c_str() : "",
+                   writes, kJobById, lengthof(kJobById), 1, &table, &index);
     begin_direct_statement(&snapshot, &command);
-    scan = index_beginscan(table, index, snapshot, 2, 0);
+    scan = index_beginscan(table, index, snapshot, 1, 0);
     found = table_slot_create(table, nullptr);
     locked = table_slot_create(table, nullptr);
     next = MakeSingleTupleTableSlot(RelationGetDescr(table), &TTSOpsHeapTuple);
@@ -51,10 +64,18 @@ void JobTable::close() {
 }
 
 bool JobTable::find(int64 id) {
-    ScanKeyData keys[2];
-    queue_id_keys(index, queue, id, keys);
-    index_rescan(scan, keys, 2, nullptr, 0);
-    return index_getnext_slot(scan, ForwardScanDirection, found);
+    ScanKeyData key;
+    ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT8EQ,
+                           Int64GetDatum(id));
+    index_rescan(scan, &key, 1, nullptr, 0);
+    // Ids come from one sequence; the queue, the key's other half, is
+    // checked all the same, as job_pkey's descent did.
+    while (index_getnext_slot(scan, ForwardScanDirection, found)) {
+        bool isnull;
+        Datum row_queue = slot_getattr(found, kQueue, &isnull);
+        if (!isnull && same_text(row_queue, queue)) return true;
+    }
+    return false;
 }
 
 bool JobTable::lock(int64 id) {

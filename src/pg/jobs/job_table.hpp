@@ -12,15 +12,15 @@ extern "C" {
 namespace wf::pg {
 
 // wf.job of one queue, open for one call: the executor's checks are made
-// once (direct_table.hpp), then each row costs one descent of job_pkey
-// through one index scan, rescanned. Plain C: every member runs inside
+// once (direct_table.hpp), then each row costs one descent of job_id
+// (its id; the queue checked in the row) through one index scan, rescanned. Plain C: every member runs inside
 // call().
 struct JobTable {
     Relation table;
-    Relation index;  // job_pkey
+    Relation index;  // job_id
     Snapshot snapshot;
     CommandId command;
-    IndexScanDesc scan;      // of job_pkey, rescanned for each job
+    IndexScanDesc scan;      // of job_id, rescanned for each job
     TupleTableSlot* found;   // the row as the snapshot sees it
     TupleTableSlot* locked;  // its latest version, locked
     TupleTableSlot* next;    // the version written
