@@ -185,6 +185,13 @@ bool text_is(Datum value, const char* expected) {
     return VARSIZE_ANY_EXHDR(t) == length && memcmp(VARDATA_ANY(t), expected, length) == 0;
 }
 
+bool same_text(Datum a, Datum b) {
+    text* x = DatumGetTextPP(a);
+    text* y = DatumGetTextPP(b);
+    return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
+           memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;
+}
+
 void require_only_columns(Relation table, const char* const* names, int count) {
     TupleDesc desc = RelationGetDescr(table);
     for (int i = 0; i < desc->natts; i++) {

@@ -76,6 +76,10 @@ struct IndexEntries {
 // Whether text datum `value` (a status read from a row) is `expected`.
 bool text_is(Datum value, const char* expected);
 
+// Whether text datums `a` and `b` (queue names) are the same bytes: texteq
+// under any deterministic collation, which a database's default always is.
+bool same_text(Datum a, Datum b);
+
 // Refuses (55000) a table with a column not in `names`: a row inserted by
 // hand sets every column, and one it does not know would get no default.
 void require_only_columns(Relation table, const char* const* names, int count);

@@ -11,9 +11,9 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "utils/fmgroids.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 }
@@ -27,15 +27,6 @@ namespace {
 // queue is then checked in the row. Its other columns are found by name.
 constexpr AttrNumber kQueue = 1, kId = 2;
 const ExpectedColumn kJobById[] = {{kId, "id", INT8OID}, {kQueue, "queue", TEXTOID}};
-
-// Whether text datums `a` and `b` are the same bytes (texteq under any
-// deterministic collation, which a database's default always is).
-bool same_text(Datum a, Datum b) {
-    text* x = DatumGetTextPP(a);
-    text* y = DatumGetTextPP(b);
-    return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
-           memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;
-}
 
 }  // namespace
 

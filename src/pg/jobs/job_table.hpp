@@ -12,9 +12,9 @@ extern "C" {
 namespace wf::pg {
 
 // wf.job of one queue, open for one call: the executor's checks are made
-// once (direct_table.hpp), then each row costs one descent of job_id
-// (its id; the queue checked in the row) through one index scan, rescanned. Plain C: every member runs inside
-// call().
+// once (direct_table.hpp), then each row costs one descent of job_id (its
+// id; the queue checked in the row) through one index scan, rescanned.
+// Plain C: every member runs inside call().
 struct JobTable {
     Relation table;
     Relation index;  // job_id

@@ -115,7 +115,7 @@ Released release_children_by_hand(const std::vector<int64>& parents) {
         r.locked = static_cast<int64*>(palloc((nedges + 1) * sizeof(int64)));
         r.ready_queues = static_cast<text**>(palloc((nedges + 1) * sizeof(text*)));
         TimestampTz now = GetCurrentTransactionStartTimestamp();
-        text* last_queue = nullptr;
+        Datum last_queue = 0;  // text, of the edges (0: none yet)
         bool last_plain = false;
         for (int i = 0; i < nedges;) {
             // One release per finished parent of this child.
@@ -158,10 +158,9 @@ Released release_children_by_hand(const std::vector<int64>& parents) {
             // Out of the key order when this backend knows the queue claims
             // plainly (key_order.hpp); children mostly share their parent's
             // queue, so the last answer is kept.
-            text* queue = DatumGetTextPP(edge.child_queue);
-            if (last_queue == nullptr || VARSIZE_ANY_EXHDR(queue) != VARSIZE_ANY_EXHDR(last_queue) ||
-                memcmp(VARDATA_ANY(queue), VARDATA_ANY(last_queue), VARSIZE_ANY_EXHDR(queue)) != 0) {
-                last_queue = queue;
+            if (last_queue == 0 || !same_text(edge.child_queue, last_queue)) {
+                last_queue = edge.child_queue;
+                text* queue = DatumGetTextPP(last_queue);
                 last_plain = cached_claims_plainly(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue));
             }
             ready.add(edge.child_queue, DatumGetInt32(values[at.priority - 1]), values[at.run_at - 1],
