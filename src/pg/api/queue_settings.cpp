@@ -151,7 +151,6 @@ QueueSettings queue_settings(Datum queue) {
 // key_order.hpp: the settings are read from this cache only.
 bool cached_claims_plainly(const char* queue, size_t len) noexcept {
     try {
-        if (!OidIsValid(config_relid)) return false;  // emptied by an invalidation
         auto it = cache.find(std::string(queue, len));
         return it != cache.end() && !it->second.flow.by_key();
     } catch (...) {

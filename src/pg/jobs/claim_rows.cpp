@@ -59,20 +59,21 @@ struct ClaimReadColumns {
 // null}, each dependency read through wf.job's job_id index at the
 // claim's snapshot; NULL when none is found. Plain C: inside call().
 struct InputsReader {
-    Relation table, index = nullptr;  // wf.job and job_id, opened at first use
-    IndexScanDesc scan;
+    Relation table, index = nullptr;  // the claim's wf.job and job_id (JobTable's)
+    IndexScanDesc scan = nullptr;     // begun at first use
     MemoryContext scan_context;  // where the scan was opened, for its own allocations
     TupleTableSlot* parent;
     AttrNumber step_name_at, result_at;
 
-    void open(Snapshot snapshot) {
-        static const ExpectedColumn id_column[] = {{2, "id", INT8OID}};
-        open_hot_table("wf_claim", "job", "job_id", "", kReadOnly, id_column, lengthof(id_column), 1, &table,
-                       &index);
+    // On the relations `jobs` opened and checked (direct_table.hpp): its
+    // index is job_id, the one the inputs are read through.
+    void open(const JobTable& jobs) {
+        table = jobs.table;
+        index = jobs.index;
         step_name_at = column_number(table, "step_name", TEXTOID);
         result_at = column_number(table, "result", JSONBOID);
         scan_context = CurrentMemoryContext;
-        scan = index_beginscan(table, index, snapshot, 1, 0);
+        scan = index_beginscan(table, index, jobs.snapshot, 1, 0);
         parent = table_slot_create(table, nullptr);
     }
 
@@ -138,12 +139,10 @@ struct InputsReader {
         return true;
     }
 
-    void close() {
-        if (index == nullptr) return;
+    void close() {  // the relations stay JobTable's to close
+        if (scan == nullptr) return;
         ExecDropSingleTupleTableSlot(parent);
         index_endscan(scan);
-        index_close(index, NoLock);
-        table_close(table, NoLock);
     }
 };
 
@@ -255,7 +254,7 @@ std::vector<ClaimedJob> start_attempts(Datum queue, const ClaimOwner& owner, Tim
             // Inputs read here, unless dependencies may be in other shard
             // groups (then claim_reads_in_group reads what they delivered).
             if (out.reads_inputs && by_hand_inputs) {
-                if (inputs.index == nullptr) inputs.open(jobs_table.snapshot);
+                if (inputs.scan == nullptr) inputs.open(jobs_table);
                 bool isnull;
                 MemoryContext outer_context = MemoryContextSwitchTo(per_job);
                 out.nulls[kClaimInputs] =

@@ -115,8 +115,6 @@ Released release_children_by_hand(const std::vector<int64>& parents) {
         r.locked = static_cast<int64*>(palloc((nedges + 1) * sizeof(int64)));
         r.ready_queues = static_cast<text**>(palloc((nedges + 1) * sizeof(text*)));
         TimestampTz now = GetCurrentTransactionStartTimestamp();
-        Datum last_queue = 0;  // text, of the edges (0: none yet)
-        bool last_plain = false;
         for (int i = 0; i < nedges;) {
             // One release per finished parent of this child.
             const Edge& edge = edges[i];
@@ -156,17 +154,13 @@ Released release_children_by_hand(const std::vector<int64>& parents) {
             ExecClearTuple(jobs.next);
             if (!now_ready) continue;
             // Out of the key order when this backend knows the queue claims
-            // plainly (key_order.hpp); children mostly share their parent's
-            // queue, so the last answer is kept.
-            if (last_queue == 0 || !same_text(edge.child_queue, last_queue)) {
-                last_queue = edge.child_queue;
-                text* queue = DatumGetTextPP(last_queue);
-                last_plain = cached_claims_plainly(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue));
-            }
+            // plainly (key_order.hpp).
+            text* queue = DatumGetTextPP(edge.child_queue);
+            bool plain = cached_claims_plainly(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue));
             ready.add(edge.child_queue, DatumGetInt32(values[at.priority - 1]), values[at.run_at - 1],
                       edge.child_id, values[at.key - 1], nulls[at.key - 1], values[at.version - 1],
-                      nulls[at.version - 1], /*key_order=*/!last_plain);
-            r.ready_queues[r.nready++] = DatumGetTextPP(edge.child_queue);
+                      nulls[at.version - 1], /*key_order=*/!plain);
+            r.ready_queues[r.nready++] = queue;
             if (ready.full()) {
                 ready.flush(jobs.snapshot, jobs.command);
                 MemoryContextReset(rows);
