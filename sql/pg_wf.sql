@@ -132,12 +132,14 @@ CREATE TABLE wf.job (
     version          text COLLATE "C",
     child_of         bigint,
     progress         jsonb,
-    PRIMARY KEY (queue, id)
+    -- Led by the id (1.11): ids come from one sequence, so a lookup or an
+    -- insert compares bigints and reaches the queue's text only at its own
+    -- row, and dependencies, which name jobs by id only, need no second
+    -- index. The queue completes the key for Citus, which distributes by it.
+    PRIMARY KEY (id, queue)
 ) WITH (fillfactor = 50);
 ALTER SEQUENCE wf.job_id_seq OWNED BY wf.job.id;
 
--- Dependencies name jobs by id only.
-CREATE INDEX job_id ON wf.job (id);
 CREATE UNIQUE INDEX job_idempotency ON wf.job (queue, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 -- workflow_id never changes after insert, so this index keeps completions HOT.
@@ -203,7 +205,7 @@ CREATE UNLOGGED TABLE wf.claim (
     run_deadline     timestamptz,   -- the end of its max_run_time (1.5)
     -- The attempt's last wf_progress (1.6): unlogged, so a report costs no WAL.
     progress         jsonb,
-    PRIMARY KEY (queue, id)
+    PRIMARY KEY (id, queue)  -- led by the id, as wf.job's (1.11)
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
         autovacuum_vacuum_cost_delay = 0);
 CREATE INDEX claim_key ON wf.claim (queue, key) WHERE key IS NOT NULL;

@@ -76,18 +76,18 @@ ALTER TABLE wf.claim DROP CONSTRAINT claim_pkey;
 SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))
        AS without_key;
 ROLLBACK;
--- Job rows are found through job_id (job_table.cpp): without it, or with
--- job_id on another column, the same refusal.
+-- Job rows are found by id through job_pkey (job_table.cpp): without it,
+-- or with job_pkey on other columns, the same refusal.
 BEGIN;
-DROP INDEX wf.job_id;
+ALTER TABLE wf.job DROP CONSTRAINT job_pkey;
 SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))
-       AS without_job_id;
+       AS without_job_pkey;
 ROLLBACK;
 BEGIN;
-DROP INDEX wf.job_id;
-CREATE INDEX job_id ON wf.job (attempt);
+ALTER TABLE wf.job DROP CONSTRAINT job_pkey;
+CREATE UNIQUE INDEX job_pkey ON wf.job (attempt, id);
 SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))
-       AS job_id_elsewhere;
+       AS job_pkey_elsewhere;
 ROLLBACK;
 BEGIN READ ONLY;
 SELECT try_sql(format('SELECT wf_complete_many(%L, ARRAY[%s], ARRAY[%s])', 'cm_checks', :k1, :k1a))

@@ -1,4 +1,4 @@
-# ALTER EXTENSION pg_wf UPDATE from 1.1 to the current version (1.10), through
+# ALTER EXTENSION pg_wf UPDATE from 1.1 to the current version (1.11), through
 # 1.2, where a claim's running state moved from the job row to the unlogged
 # claim table (1.3 then drops the job row's unused owner_pid). The library
 # does not serve a schema older than 1.2: every function says so (55000,
@@ -63,7 +63,7 @@ is( $node->safe_psql('postgres', "BEGIN; ALTER EXTENSION pg_wf UPDATE; $jobs_sql
 	"$jobs_before\npending 0",
 	'every job is as it was, the claimed one running at attempt 1; its job row is one attempt behind');
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"),
-	'1.10', 'updated to 1.10');
+	'1.11', 'updated to 1.11');
 
 # The worker now serves the database: the lost claim is recovered, its
 # attempt counted, and the job runs again and releases its child.
@@ -150,7 +150,7 @@ my $schema_sql = q{
 	    FROM pg_class c WHERE c.relnamespace = 'wf'::regnamespace) s};
 my $upgraded = $node->safe_psql('postgres', $schema_sql);
 my $fresh = $node->safe_psql('fresh', $schema_sql);
-is($upgraded, $fresh, 'the updated schema equals a fresh 1.10 install');
+is($upgraded, $fresh, 'the updated schema equals a fresh 1.11 install');
 is( $node->safe_psql('postgres', q{
 	SELECT array_agg(c::regclass::text ORDER BY c::regclass::text) FROM pg_extension, unnest(extconfig) c WHERE extname = 'pg_wf'}),
 	$node->safe_psql('fresh', q{
@@ -195,7 +195,7 @@ for my $c (@capabilities)
 }
 $node->safe_psql('granted_1_5', 'ALTER EXTENSION pg_wf UPDATE');
 is($node->safe_psql('granted_1_5', "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"),
-	'1.10', 'a 1.5 database with grants updated to 1.10');
+	'1.11', 'a 1.5 database with grants updated to 1.11');
 $node->safe_psql('postgres', 'CREATE DATABASE granted_1_6');
 $node->safe_psql('granted_1_6', 'CREATE EXTENSION pg_wf');
 $node->safe_psql('granted_1_6', join('', map { "SELECT wf_grant('up_$_', '$_', 'q*');\n" } @capabilities));
@@ -219,6 +219,40 @@ my $init_privs_sql = q{
 	                                               AND proname LIKE 'wf\_%')};
 is($node->safe_psql('granted_1_5', $init_privs_sql), $node->safe_psql('granted_1_6', $init_privs_sql),
 	"updated from 1.5: the roles' grants are not the extension's initial privileges");
+
+# ---- 1.10's keys, served by this library, then rebuilt by the update ----
+# Before 1.11 wf.job and wf.claim were keyed (queue, id) and wf.job had
+# job_id on (id); the library reads either order (direct_table.hpp). A
+# database at 1.10 works through every path that looks rows up by hand --
+# a claim and its completion, a batch, a workflow step released with its
+# parent's result -- and a claim taken there is completed after the update
+# rebuilt both keys.
+my $keys_sql = q{SELECT string_agg(indexrelid::regclass || ' ' || pg_get_indexdef(indexrelid), E'\n' ORDER BY indexrelid::regclass::text)
+	  FROM pg_index WHERE indrelid IN ('wf.job'::regclass, 'wf.claim'::regclass) AND indisprimary OR indexrelid::regclass::text = 'wf.job_id'};
+$node->safe_psql('postgres', 'CREATE DATABASE at_1_10');
+$node->safe_psql('at_1_10', "CREATE EXTENSION pg_wf VERSION '1.10'");
+like($node->safe_psql('at_1_10', $keys_sql), qr/^wf\.claim_pkey .*\(queue, id\)\nwf\.job_id .*\(id\)\nwf\.job_pkey .*\(queue, id\)$/,
+	'1.10: the keys led by the queue, and job_id');
+my $w110 = $node->background_psql('at_1_10');
+$w110->query_safe(q{SELECT wf_submit('{"steps": [{"name": "a", "queue": "k10", "payload": {}},
+	{"name": "b", "queue": "k10", "payload": {}, "after": ["a"]}]}')});
+my ($a_id, $a_att) = split /\|/, $w110->query_safe(q{SELECT id, attempt FROM wf_claim('k10')});
+is($w110->query_safe(qq{SELECT wf_complete('k10', $a_id, $a_att, '{"n": 1}')}), 't', '1.10: a step completed');
+is($w110->query_safe(q{SELECT step_name || ' ' || inputs FROM wf_claim('k10')}), 'b {"a": {"n": 1}}',
+	"1.10: its child released and claimed with the parent's result");
+$w110->query_safe(q{SELECT count(*) FROM wf_enqueue_batch('k10b', '[{}, {}, {}]')});
+is($w110->query_safe(q{SELECT count(*) FROM wf_complete_many('k10b',
+	(SELECT array_agg(id) FROM wf_claim('k10b', max_jobs => 2) c), '{1,1}')}), '2',
+	'1.10: a batch claimed and completed');
+my ($held, $held_att) = split /\|/, $w110->query_safe(q{SELECT id, attempt FROM wf_claim('k10b')});
+$node->safe_psql('at_1_10', 'ALTER EXTENSION pg_wf UPDATE');
+like($node->safe_psql('at_1_10', $keys_sql), qr/^wf\.claim_pkey .*\(id, queue\)\nwf\.job_pkey .*\(id, queue\)$/,
+	'1.11: both keys led by the id, and no job_id');
+is($w110->query_safe(qq{SELECT wf_complete('k10b', $held, $held_att)}), 't',
+	'the claim taken under 1.10 completed after the update');
+is($node->safe_psql('at_1_10', q{SELECT string_agg(status, ',' ORDER BY id) FROM wf.job}),
+	'done,pending,done,done,done', 'every job as it should be (b still claimed)');
+$w110->quit;
 
 ok(!$node->log_contains(qr/ERROR:  (?!.*older than its library)/), 'no other errors in the server log')
   or diag(join("\n", grep { /ERROR/ } split /\n/, slurp_file($node->logfile)));

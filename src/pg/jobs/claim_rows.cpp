@@ -56,17 +56,17 @@ struct ClaimReadColumns {
 
 // The results of a job's dependencies as its claim hands them out (what
 // claim_reads' jsonb_object_agg built): {step name, or id: result, or
-// null}, each dependency read through wf.job's job_id index at the
-// claim's snapshot; NULL when none is found. Plain C: inside call().
+// null}, each dependency read by id through the index JobTable opened, at
+// the claim's snapshot; NULL when none is found. Plain C: inside call().
 struct InputsReader {
-    Relation table, index = nullptr;  // the claim's wf.job and job_id (JobTable's)
+    Relation table, index = nullptr;  // the claim's wf.job and its index by id (JobTable's)
     IndexScanDesc scan = nullptr;     // begun at first use
     MemoryContext scan_context;  // where the scan was opened, for its own allocations
     TupleTableSlot* parent;
     AttrNumber step_name_at, result_at;
 
     // On the relations `jobs` opened and checked (direct_table.hpp): its
-    // index is job_id, the one the inputs are read through.
+    // index leads with the id, by which the inputs are read.
     void open(const JobTable& jobs) {
         table = jobs.table;
         index = jobs.index;

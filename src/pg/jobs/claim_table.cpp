@@ -21,9 +21,9 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-// wf.claim's key (sql/pg_wf.sql); its other columns are found by name.
+// wf.claim's key, claim_pkey, is (id, queue) or, before 1.11, (queue, id)
+// (direct_table.hpp); its other columns are found by name.
 constexpr AttrNumber kQueue = 1, kId = 2;
-const ExpectedColumn kClaimKey[] = {{kQueue, "queue", TEXTOID}, {kId, "id", INT8OID}};
 // Every column a new claim row sets (in any order: updates add columns last).
 const char* const kClaimColumnNames[] = {"queue",   "id",         "attempt", "owner_session",
                                          "lease",   "lease_expires_at", "worker", "owner_pid",
@@ -33,7 +33,7 @@ const char* const kClaimColumnNames[] = {"queue",   "id",         "attempt", "ow
 // if there is none.
 bool find_latest_claim(const ClaimTable& claims, int64 id) {
     ScanKeyData keys[2];
-    queue_id_keys(claims.index, claims.queue, id, keys);
+    job_key_scan(claims.index, claims.queue, id, keys);
     Snapshot latest = RegisterSnapshot(GetLatestSnapshot());
     IndexScanDesc scan = index_beginscan(claims.table, claims.index, latest, 2, 0);
     index_rescan(scan, keys, 2, nullptr, 0);
@@ -49,8 +49,10 @@ void ClaimTable::open(Datum queue_text, const char* function, int writes) {
     queue = queue_text;
     entries.init();
     ShardGroup* group = current_shard_group();
-    open_hot_table(function, "claim", "claim_pkey", group != nullptr ? group->claim_suffix.c_str() : "",
-                   writes, kClaimKey, lengthof(kClaimKey), 2, &table, &index);
+    const char* suffix = group != nullptr ? group->claim_suffix.c_str() : "";
+    open_hot_table(function, "claim", "claim_pkey", suffix, writes,
+                   key_leads_with_queue("claim_pkey", suffix) ? kQueueIdKey : kIdQueueKey, 2, 2, &table,
+                   &index);
     if (writes & kInsert) require_only_columns(table, kClaimColumnNames, lengthof(kClaimColumnNames));
     attempt_at = column_number(table, "attempt", INT4OID);
     owner_session_at = column_number(table, "owner_session", INT8OID);
@@ -80,7 +82,7 @@ void ClaimTable::close() {
 
 bool ClaimTable::read(int64 id, ClaimRead* out, MemoryContext copies) {
     ScanKeyData keys[2];
-    queue_id_keys(index, queue, id, keys);
+    job_key_scan(index, queue, id, keys);
     index_rescan(scan, keys, 2, nullptr, 0);
     if (!index_getnext_slot(scan, ForwardScanDirection, slot)) return false;
     bool isnull;
@@ -128,7 +130,7 @@ void ClaimTable::end_read(int64 id) {
 
 bool ClaimTable::begin(const NewClaim& claim, MemoryContext row_context) {
     ScanKeyData keys[2];
-    queue_id_keys(index, queue, claim.id, keys);
+    job_key_scan(index, queue, claim.id, keys);
     index_rescan(scan, keys, 2, nullptr, 0);
     if (index_getnext_slot(scan, ForwardScanDirection, slot)) {
         // A row an earlier attempt left behind is replaced (ON CONFLICT's

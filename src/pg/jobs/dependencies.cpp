@@ -112,10 +112,15 @@ PreparedStatement settle_debts(
     {INT8ARRAYOID});
 
 // Debts left on children that still exist (a debt whose child is gone is
-// left for retention to remove).
+// left for retention to remove). The debts drive, each child looked up by
+// its key: the worker runs this after every release, and a plan made while
+// wf.job looked empty (a join led by wf.job, probing the debts once per job
+// row) read all of wf.job each time, holding back the horizon that lets
+// claims skip dead ready rows.
 PreparedStatement find_debts_left(
-    "SELECT EXISTS (SELECT 1 FROM wf.release_debt r"
-    "                 JOIN wf.job j ON j.queue = r.child_queue AND j.id = r.child_id) AS debts_left",
+    "SELECT EXISTS (SELECT 1 FROM wf.release_debt r,"
+    "               LATERAL (SELECT 1 FROM wf.job j WHERE j.id = r.child_id AND j.queue = r.child_queue"
+    "                         LIMIT 1) j) AS debts_left",
     {});
 
 PreparedStatement cancel_descendants(

@@ -18,6 +18,7 @@ extern "C" {
 #include "utils/snapmgr.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 }
 
 namespace wf::pg {
@@ -28,11 +29,33 @@ namespace wf::pg {
                     errhint("Reinstall the extension, or ALTER EXTENSION pg_wf UPDATE.")));
 }
 
-void queue_id_keys(Relation index, Datum queue, int64 id, ScanKeyData keys[2]) {
-    ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, index->rd_indcollation[0],
-                           F_TEXTEQ, queue);
-    ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_INT8EQ,
-                           Int64GetDatum(id));
+namespace {
+constexpr AttrNumber kKeyQueue = 1, kKeyId = 2;  // in wf.job and wf.claim
+}  // namespace
+
+const ExpectedColumn kQueueIdKey[2] = {{kKeyQueue, "queue", TEXTOID}, {kKeyId, "id", INT8OID}};
+const ExpectedColumn kIdQueueKey[2] = {{kKeyId, "id", INT8OID}, {kKeyQueue, "queue", TEXTOID}};
+
+bool key_leads_with_queue(const char* index, const char* suffix) {
+    char index_name[NAMEDATALEN];
+    snprintf(index_name, sizeof index_name, "%s%s", index, suffix);
+    Oid index_oid = get_relname_relid(index_name, get_namespace_oid("wf", false));
+    if (!OidIsValid(index_oid)) return false;
+    HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid));
+    if (!HeapTupleIsValid(tuple)) return false;
+    Form_pg_index form = reinterpret_cast<Form_pg_index>(GETSTRUCT(tuple));
+    bool queue_first = form->indnkeyatts > 0 && form->indkey.values[0] == kKeyQueue;
+    ReleaseSysCache(tuple);
+    return queue_first;
+}
+
+void job_key_scan(Relation index, Datum queue, int64 id, ScanKeyData keys[2]) {
+    bool queue_first = index->rd_index->indkey.values[0] == kKeyQueue;
+    int queue_key = queue_first ? 0 : 1;
+    ScanKeyEntryInitialize(&keys[queue_key], 0, queue_key + 1, BTEqualStrategyNumber, InvalidOid,
+                           index->rd_indcollation[queue_key], F_TEXTEQ, queue);
+    ScanKeyEntryInitialize(&keys[1 - queue_key], 0, 2 - queue_key, BTEqualStrategyNumber, InvalidOid,
+                           InvalidOid, F_INT8EQ, Int64GetDatum(id));
 }
 
 void begin_direct_statement(Snapshot* snapshot, CommandId* command) {

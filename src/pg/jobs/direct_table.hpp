@@ -40,9 +40,19 @@ void open_hot_table(const char* function, const char* table, const char* index, 
                     int writes, const ExpectedColumn* columns, int ncolumns, int index_keys,
                     Relation* table_out, Relation* index_out);
 
-// Scan keys for row (queue, id) of an index led by (queue, id): wf.job's
-// job_pkey, wf.claim's claim_pkey.
-void queue_id_keys(Relation index, Datum queue, int64 id, ScanKeyData keys[2]);
+// wf.job's and wf.claim's primary keys, job_pkey and claim_pkey: (id,
+// queue) from schema 1.11, so that a descent compares bigints and reaches
+// the queue's text only at the row it looks for; (queue, id) before, and on
+// a distributed pg_wf created before 1.11 (an update leaves Citus's shards
+// as they are). Both tables have queue as column 1 and id as column 2.
+// Whether wf.<index><suffix> is the old key, led by the queue (false if
+// there is no such index: the open that follows says so).
+bool key_leads_with_queue(const char* index, const char* suffix);
+// The key's columns in the order of such an index, for open_hot_table.
+extern const ExpectedColumn kQueueIdKey[2];
+extern const ExpectedColumn kIdQueueKey[2];
+// Scan keys for row (queue, id) of such an index, in its order.
+void job_key_scan(Relation index, Datum queue, int64 id, ScanKeyData keys[2]);
 
 // The start of a write made without the executor, as SPI starts each
 // statement: a new command id, so that this transaction's own writes are

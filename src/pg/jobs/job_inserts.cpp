@@ -29,9 +29,9 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-// wf.job's key (sql/pg_wf.sql); its other columns are found by name.
+// wf.job's key, job_pkey, is (id, queue) or, before 1.11, (queue, id)
+// (direct_table.hpp); its other columns are found by name.
 constexpr AttrNumber kJobQueue = 1, kJobId = 2;
-const ExpectedColumn kJobKey[] = {{kJobQueue, "queue", TEXTOID}, {kJobId, "id", INT8OID}};
 // Every column of wf.job (in any order: updates add columns last). Those
 // an enqueue leaves NULL are named too: a column not here would get no
 // default.
@@ -170,8 +170,10 @@ void JobInserts::open(const char* function) {
     job_slots_made = buffered_jobs = 0;
     // On a distributed pg_wf, the local shards of the queue's group.
     ShardGroup* group = current_shard_group();
-    open_hot_table(function, "job", "job_pkey", group != nullptr ? group->job_suffix.c_str() : "", kInsert,
-                   kJobKey, lengthof(kJobKey), 2, &jobs, &job_index);
+    const char* suffix = group != nullptr ? group->job_suffix.c_str() : "";
+    open_hot_table(function, "job", "job_pkey", suffix, kInsert,
+                   key_leads_with_queue("job_pkey", suffix) ? kQueueIdKey : kIdQueueKey, 2, 2, &jobs,
+                   &job_index);
     require_only_columns(jobs, kJobColumnNames, lengthof(kJobColumnNames));
     ready.open(function);
     // The node's own sequence (a distributed pg_wf gives each node a range).

@@ -1,4 +1,4 @@
-// wf.job by hand (job_table.hpp): a point lookup in job_id, a tuple lock
+// wf.job by hand (job_table.hpp): a point lookup by id, a tuple lock
 // and a heap update, with the executor's index maintenance when the update
 // is not HOT.
 #include "pg/jobs/job_table.hpp"
@@ -21,12 +21,12 @@ extern "C" {
 namespace wf::pg {
 namespace {
 
-// wf.job's key (sql/pg_wf.sql), looked up through job_id (id): a descent
-// of an index of bigints compares no text (job_pkey's (queue, id) compared
-// the queue, by collation, at each level, and reached the id past it); the
-// queue is then checked in the row. Its other columns are found by name.
-constexpr AttrNumber kQueue = 1, kId = 2;
-const ExpectedColumn kJobById[] = {{kId, "id", INT8OID}, {kQueue, "queue", TEXTOID}};
+// wf.job's key, looked up by the id alone: a descent of an index led by a
+// bigint compares no text (a (queue, id) key compared the queue, by
+// collation, at each level, and reached the id past it); the queue is then
+// checked in the row. That index is job_pkey from 1.11 (id, queue), job_id
+// (id) before (direct_table.hpp). Its other columns are found by name.
+constexpr AttrNumber kQueue = 1;
 
 }  // namespace
 
@@ -34,8 +34,10 @@ void JobTable::open(Datum queue_text, const char* function, int writes) {
     queue = queue_text;
     entries.init();
     ShardGroup* group = current_shard_group();
-    open_hot_table(function, "job", "job_id", group != nullptr ? group->job_suffix.c_str() : "",
-                   writes, kJobById, lengthof(kJobById), 1, &table, &index);
+    const char* suffix = group != nullptr ? group->job_suffix.c_str() : "";
+    bool before_1_11 = key_leads_with_queue("job_pkey", suffix);
+    open_hot_table(function, "job", before_1_11 ? "job_id" : "job_pkey", suffix, writes, kIdQueueKey, 2,
+                   before_1_11 ? 1 : 2, &table, &index);
     begin_direct_statement(&snapshot, &command);
     scan = index_beginscan(table, index, snapshot, 1, 0);
     found = table_slot_create(table, nullptr);

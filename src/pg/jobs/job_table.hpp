@@ -12,15 +12,16 @@ extern "C" {
 namespace wf::pg {
 
 // wf.job of one queue, open for one call: the executor's checks are made
-// once (direct_table.hpp), then each row costs one descent of job_id (its
-// id; the queue checked in the row) through one index scan, rescanned.
+// once (direct_table.hpp), then each row costs one descent of an index
+// led by its id (job_pkey, or job_id before 1.11; the queue checked in the
+// row) through one index scan, rescanned.
 // Plain C: every member runs inside call().
 struct JobTable {
     Relation table;
-    Relation index;  // job_id
+    Relation index;  // job_pkey (id, queue), or job_id (id) before 1.11
     Snapshot snapshot;
     CommandId command;
-    IndexScanDesc scan;      // of job_id, rescanned for each job
+    IndexScanDesc scan;      // of it by id, rescanned for each job
     TupleTableSlot* found;   // the row as the snapshot sees it
     TupleTableSlot* locked;  // its latest version, locked
     TupleTableSlot* next;    // the version written

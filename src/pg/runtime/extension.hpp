@@ -14,7 +14,7 @@
 // schema is refused until ALTER EXTENSION pg_wf UPDATE, since its functions
 // could be made to run planted code.
 #define WF_OLDEST_SCHEMA_VERSION "1.6"
-#define WF_SCHEMA_VERSION "1.10"
+#define WF_SCHEMA_VERSION "1.11"
 
 namespace wf::pg {
 
