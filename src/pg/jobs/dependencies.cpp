@@ -112,15 +112,16 @@ PreparedStatement settle_debts(
     {INT8ARRAYOID});
 
 // Debts left on children that still exist (a debt whose child is gone is
-// left for retention to remove). The debts drive, each child looked up by
-// its key: the worker runs this after every release, and a plan made while
-// wf.job looked empty (a join led by wf.job, probing the debts once per job
-// row) read all of wf.job each time, holding back the horizon that lets
-// claims skip dead ready rows.
+// left for retention to remove). Asked only when there is a debt at all
+// (any_debt): the worker asks after every release, and a plan of the join
+// made while wf.job looked empty (led by wf.job, probing the debts once per
+// job row) read all of wf.job each time, holding back the horizon that
+// lets claims skip dead ready rows. (A LATERAL probe with LIMIT would fix
+// the join's order, but Citus cannot push it down.)
+PreparedStatement any_debt("SELECT EXISTS (SELECT 1 FROM wf.release_debt) AS any_debt", {});
 PreparedStatement find_debts_left(
-    "SELECT EXISTS (SELECT 1 FROM wf.release_debt r,"
-    "               LATERAL (SELECT 1 FROM wf.job j WHERE j.id = r.child_id AND j.queue = r.child_queue"
-    "                         LIMIT 1) j) AS debts_left",
+    "SELECT EXISTS (SELECT 1 FROM wf.release_debt r"
+    "                 JOIN wf.job j ON j.queue = r.child_queue AND j.id = r.child_id) AS debts_left",
     {});
 
 PreparedStatement cancel_descendants(
@@ -334,7 +335,9 @@ int64 settle_release_debts(bool* debts_left) {
         note_released(rows);
         released = static_cast<int64>(rows.size());
     }
-    if (debts_left) *debts_left = find_debts_left.execute().bool_at(0, "debts_left");
+    if (debts_left)
+        *debts_left = any_debt.execute().bool_at(0, "any_debt") &&
+                      find_debts_left.execute().bool_at(0, "debts_left");
     return released;
 }
 
