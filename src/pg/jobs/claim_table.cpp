@@ -50,9 +50,8 @@ void ClaimTable::open(Datum queue_text, const char* function, int writes) {
     entries.init();
     ShardGroup* group = current_shard_group();
     const char* suffix = group != nullptr ? group->claim_suffix.c_str() : "";
-    open_hot_table(function, "claim", "claim_pkey", suffix, writes,
-                   key_leads_with_queue("claim_pkey", suffix) ? kQueueIdKey : kIdQueueKey, 2, 2, &table,
-                   &index);
+    open_hot_table(function, "claim", "claim_pkey", suffix, writes, job_key_columns("claim_pkey", suffix), 2,
+                   2, &table, &index);
     if (writes & kInsert) require_only_columns(table, kClaimColumnNames, lengthof(kClaimColumnNames));
     attempt_at = column_number(table, "attempt", INT4OID);
     owner_session_at = column_number(table, "owner_session", INT8OID);

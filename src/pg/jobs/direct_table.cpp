@@ -31,9 +31,9 @@ namespace wf::pg {
 
 namespace {
 constexpr AttrNumber kKeyQueue = 1, kKeyId = 2;  // in wf.job and wf.claim
+const ExpectedColumn kQueueIdKey[2] = {{kKeyQueue, "queue", TEXTOID}, {kKeyId, "id", INT8OID}};
 }  // namespace
 
-const ExpectedColumn kQueueIdKey[2] = {{kKeyQueue, "queue", TEXTOID}, {kKeyId, "id", INT8OID}};
 const ExpectedColumn kIdQueueKey[2] = {{kKeyId, "id", INT8OID}, {kKeyQueue, "queue", TEXTOID}};
 
 bool key_leads_with_queue(const char* index, const char* suffix) {
@@ -47,6 +47,10 @@ bool key_leads_with_queue(const char* index, const char* suffix) {
     bool queue_first = form->indnkeyatts > 0 && form->indkey.values[0] == kKeyQueue;
     ReleaseSysCache(tuple);
     return queue_first;
+}
+
+const ExpectedColumn* job_key_columns(const char* index, const char* suffix) {
+    return key_leads_with_queue(index, suffix) ? kQueueIdKey : kIdQueueKey;
 }
 
 void job_key_scan(Relation index, Datum queue, int64 id, ScanKeyData keys[2]) {

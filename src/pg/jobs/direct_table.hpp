@@ -48,9 +48,11 @@ void open_hot_table(const char* function, const char* table, const char* index, 
 // Whether wf.<index><suffix> is the old key, led by the queue (false if
 // there is no such index: the open that follows says so).
 bool key_leads_with_queue(const char* index, const char* suffix);
-// The key's columns in the order of such an index, for open_hot_table.
-extern const ExpectedColumn kQueueIdKey[2];
+// The key's columns led by the id, for open_hot_table.
 extern const ExpectedColumn kIdQueueKey[2];
+// The key's columns in the order of wf.<index><suffix> (either order), for
+// open_hot_table.
+const ExpectedColumn* job_key_columns(const char* index, const char* suffix);
 // Scan keys for row (queue, id) of such an index, in its order.
 void job_key_scan(Relation index, Datum queue, int64 id, ScanKeyData keys[2]);
 

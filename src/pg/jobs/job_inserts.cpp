@@ -171,9 +171,8 @@ void JobInserts::open(const char* function) {
     // On a distributed pg_wf, the local shards of the queue's group.
     ShardGroup* group = current_shard_group();
     const char* suffix = group != nullptr ? group->job_suffix.c_str() : "";
-    open_hot_table(function, "job", "job_pkey", suffix, kInsert,
-                   key_leads_with_queue("job_pkey", suffix) ? kQueueIdKey : kIdQueueKey, 2, 2, &jobs,
-                   &job_index);
+    open_hot_table(function, "job", "job_pkey", suffix, kInsert, job_key_columns("job_pkey", suffix), 2, 2,
+                   &jobs, &job_index);
     require_only_columns(jobs, kJobColumnNames, lengthof(kJobColumnNames));
     ready.open(function);
     // The node's own sequence (a distributed pg_wf gives each node a range).
