@@ -1,8 +1,9 @@
 // Running attempts completed by hand (job_rows.hpp). For each attempt: its
 // claim is read (claim_table.hpp); its job row is found through job_pkey,
-// locked as UPDATE locks it, checked (still that attempt, still running),
-// and a new version written with the executor's index maintenance when the
-// update is not HOT; then the claim is deleted. The executor's checks are
+// checked (still that attempt, still running), and a new version written
+// as UPDATE writes it (a row changed meanwhile is locked and checked
+// again), with the executor's index maintenance when the update is not
+// HOT; then the claim is deleted. The executor's checks are
 // made once per call (direct_table.hpp).
 #include "pg/jobs/job_rows.hpp"
 
@@ -79,46 +80,65 @@ size_t complete_running_attempts(const char* function, Datum queue,
             // the row's lock is what serialises this with a cancel or the
             // reaper, which take the job row before the claim.
             if (!claims.read(a.id, &claim, per_job) || claim.attempt != a.attempt) continue;
-            if (!jobs.lock(a.id)) continue;
-            slot_getallattrs(jobs.locked);
-            memcpy(values, jobs.locked->tts_values, desc->natts * sizeof(Datum));
-            memcpy(nulls, jobs.locked->tts_isnull, desc->natts * sizeof(bool));
-            // Still this attempt, still running (WF_SQL_ROW_RUNS).
-            int i_status = at.status - 1, i_attempt = at.attempt - 1;
-            if (nulls[i_status] || nulls[i_attempt] ||
-                DatumGetInt32(values[i_attempt]) + 1 != a.attempt || !text_is(values[i_status], "pending"))
-                continue;
-            bool cancel = !nulls[at.cancel_requested - 1] &&
-                          DatumGetBool(values[at.cancel_requested - 1]);
-            values[i_status] = cancel ? cancelled : done;
-            if (!cancel) {
-                values[at.result - 1] = a.result;
-                nulls[at.result - 1] = a.result_null;
-            } else {
-                values[at.last_error - 1] = cancelled_error;
-                nulls[at.last_error - 1] = false;
+            if (!jobs.find(a.id)) continue;
+            // The row as the snapshot saw it is written unless another
+            // transaction changed it since; then its latest version, locked,
+            // is checked again (EvalPlanQual's way).
+            TupleTableSlot* row = jobs.found;
+            bool written = false;
+            for (;;) {
+                slot_getallattrs(row);
+                memcpy(values, row->tts_values, desc->natts * sizeof(Datum));
+                memcpy(nulls, row->tts_isnull, desc->natts * sizeof(bool));
+                // Still this attempt, still running (WF_SQL_ROW_RUNS).
+                int i_status = at.status - 1, i_attempt = at.attempt - 1;
+                if (nulls[i_status] || nulls[i_attempt] ||
+                    DatumGetInt32(values[i_attempt]) + 1 != a.attempt || !text_is(values[i_status], "pending"))
+                    break;
+                bool cancel = !nulls[at.cancel_requested - 1] &&
+                              DatumGetBool(values[at.cancel_requested - 1]);
+                values[i_status] = cancel ? cancelled : done;
+                if (!cancel) {
+                    values[at.result - 1] = a.result;
+                    nulls[at.result - 1] = a.result_null;
+                } else {
+                    values[at.last_error - 1] = cancelled_error;
+                    nulls[at.last_error - 1] = false;
+                }
+                values[at.finished_at - 1] = now;
+                nulls[at.finished_at - 1] = false;
+                values[i_attempt] = Int32GetDatum(claim.attempt);
+                values[at.started_at - 1] = claim.started_at;
+                nulls[at.started_at - 1] = claim.started_at_null;
+                values[at.worker - 1] = claim.worker;
+                nulls[at.worker - 1] = claim.worker_null;
+                if (!claim.progress_null) {  // coalesce(claim's, the row's)
+                    values[at.progress - 1] = claim.progress;
+                    nulls[at.progress - 1] = false;
+                }
+                if (row == jobs.locked) {
+                    jobs.update(values, nulls, per_job);
+                    written = true;
+                    break;
+                }
+                JobTable::Write write = jobs.update_found(values, nulls, per_job);
+                if (write == JobTable::Write::written) {
+                    written = true;
+                    break;
+                }
+                if (write != JobTable::Write::changed || !jobs.lock_found()) break;
+                row = jobs.locked;
             }
-            values[at.finished_at - 1] = now;
-            nulls[at.finished_at - 1] = false;
-            values[i_attempt] = Int32GetDatum(claim.attempt);
-            values[at.started_at - 1] = claim.started_at;
-            nulls[at.started_at - 1] = claim.started_at_null;
-            values[at.worker - 1] = claim.worker;
-            nulls[at.worker - 1] = claim.worker_null;
-            if (!claim.progress_null) {  // coalesce(claim's, the row's)
-                values[at.progress - 1] = claim.progress;
-                nulls[at.progress - 1] = false;
-            }
+            if (!written) continue;
             CompletedJob& c = completed[ended++];
             c.id = a.id;
-            c.done = !cancel;
+            c.done = text_is(values[at.status - 1], "done");
             c.has_dependents = !nulls[at.has_dependents - 1] &&
                                DatumGetBool(values[at.has_dependents - 1]);
             c.in_workflow = !nulls[at.workflow_id - 1];
             if (c.in_workflow)
                 memcpy(&c.workflow_id, DatumGetUUIDP(values[at.workflow_id - 1]), sizeof c.workflow_id);
             c.has_child_of = !nulls[at.child_of - 1];
-            jobs.update(values, nulls, per_job);
             claims.end_read(a.id);
         }
         ExecClearTuple(jobs.next);

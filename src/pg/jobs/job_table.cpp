@@ -104,21 +104,50 @@ bool JobTable::lock_found(bool skip_held, bool* held) {
     }
 }
 
-void JobTable::update(Datum* values, bool* nulls, MemoryContext row_context) {
+namespace {
+
+// Forms `values`/`nulls` in `row_context` into `next` and writes it as the
+// new version of the row at `tid`.
+TM_Result write_version(JobTable& jobs, ItemPointer tid, Datum* values, bool* nulls,
+                        MemoryContext row_context, bool* update_indexes) {
     MemoryContext outer = MemoryContextSwitchTo(row_context);
-    HeapTuple tuple = heap_form_tuple(RelationGetDescr(table), values, nulls);
+    HeapTuple tuple = heap_form_tuple(RelationGetDescr(jobs.table), values, nulls);
     MemoryContextSwitchTo(outer);
-    ExecStoreHeapTuple(tuple, next, true);  // cleared before row_context is reset
+    ExecStoreHeapTuple(tuple, jobs.next, true);  // cleared before row_context is reset
     TM_FailureData failure;
     LockTupleMode mode;
+    // Waits for a transaction changing the row, as the executor does.
+    return table_tuple_update(jobs.table, tid, jobs.next, jobs.command, jobs.snapshot, InvalidSnapshot,
+                              /*wait=*/true, &failure, &mode, update_indexes);
+}
+
+}  // namespace
+
+void JobTable::update(Datum* values, bool* nulls, MemoryContext row_context) {
     bool update_indexes;
-    TM_Result result = table_tuple_update(table, &locked->tts_tid, next, command, snapshot,
-                                          InvalidSnapshot, /*wait=*/true, &failure, &mode,
-                                          &update_indexes);
+    TM_Result result = write_version(*this, &locked->tts_tid, values, nulls, row_context, &update_indexes);
     // The row is locked by this transaction: nobody else can change it.
     if (result != TM_Ok)
         elog(ERROR, "unexpected table_tuple_update status: %d", static_cast<int>(result));
     if (update_indexes) entries.insert(table, next, /*update=*/true, snapshot, command);
+}
+
+JobTable::Write JobTable::update_found(Datum* values, bool* nulls, MemoryContext row_context) {
+    bool update_indexes;
+    TM_Result result = write_version(*this, &found->tts_tid, values, nulls, row_context, &update_indexes);
+    switch (result) {
+        case TM_Ok:
+            if (update_indexes) entries.insert(table, next, /*update=*/true, snapshot, command);
+            return Write::written;
+        case TM_SelfModified:
+            return Write::gone;
+        case TM_Updated:
+        case TM_Deleted:
+            // lock_found() follows it (READ COMMITTED), or refuses (40001).
+            return Write::changed;
+        default:
+            elog(ERROR, "unexpected table_tuple_update status: %d", static_cast<int>(result));
+    }
 }
 
 }  // namespace wf::pg

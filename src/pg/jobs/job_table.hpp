@@ -47,6 +47,20 @@ struct JobTable {
     // `row_context`), with its index entries when the update is not HOT.
     // Clear `next` before `row_context` is reset.
     void update(Datum* values, bool* nulls, MemoryContext row_context);
+
+    // The same for the row find() found last, without locking it first, as
+    // the executor's UPDATE writes the row its scan found: one WAL record and
+    // one pass over the page instead of a lock's and then the update's. What
+    // the caller checked in `found` holds when this writes: no other
+    // transaction changed the row since the snapshot. A transaction changing
+    // it is waited for (heap_update cannot skip one: SKIP LOCKED callers
+    // lock_found() first).
+    enum class Write {
+        written,
+        changed,  // changed by another transaction since: lock_found(), check again
+        gone,     // already changed by this call
+    };
+    Write update_found(Datum* values, bool* nulls, MemoryContext row_context);
 };
 
 }  // namespace wf::pg

@@ -2,6 +2,7 @@
 // jobs/remote_dependencies.hpp for the protocol).
 #include "pg/worker/relay.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "pg/api/rights.hpp"
@@ -32,6 +33,7 @@ struct Deferred {
 };
 std::map<int64, Deferred> deferred;
 constexpr long kFirstRetryMs = 1000, kLastRetryMs = 60000;
+constexpr long kFirstRerouteMs = 250, kLastRerouteMs = 1000;
 constexpr size_t kMaxDeferred = 10000;
 
 // The deferred entries not due yet (those due are forgotten: tried again,
@@ -215,9 +217,12 @@ void relay_child_end(const std::string& workflow) {
 
 }  // namespace
 
-void defer_failed_entry(int64 id) {
+void defer_failed_entry(int64 id, int code) {
+    bool misrouted = code == ERRCODE_FEATURE_NOT_SUPPORTED || code == ERRCODE_T_R_SERIALIZATION_FAILURE;
+    long first = misrouted ? kFirstRerouteMs : kFirstRetryMs;
+    long last = misrouted ? kLastRerouteMs : kLastRetryMs;
     auto known = deferred.find(id);
-    long delay = known == deferred.end() ? kFirstRetryMs : std::min(known->second.delay_ms * 2, kLastRetryMs);
+    long delay = known == deferred.end() ? first : std::clamp(known->second.delay_ms * 2, first, last);
     if (known == deferred.end() && deferred.size() >= kMaxDeferred) deferred.erase(deferred.begin());
     deferred[id] = {TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay), delay};
 }

@@ -13,12 +13,16 @@ namespace wf::pg {
 // entry's id as soon as it is taken.
 bool relay_one_entry(int64* taken);
 
-// After the transaction of relay_one_entry failed (a node down, a lock
-// wait bounded by BoundedLockWaits, an entry that cannot be relayed): entry
-// `id` is tried again after a delay (a second, doubling to a
-// minute while it keeps failing), and the entries after it go first --
-// each entry stands alone, so one that fails holds back no other. In this
-// worker's memory: a restarted worker tries every entry at once.
-void defer_failed_entry(int64 id);
+// After the transaction of relay_one_entry failed with SQLSTATE `code` (a
+// node down, a lock wait bounded by BoundedLockWaits, an entry that cannot
+// be relayed): entry `id` is tried again after a delay (a second, doubling
+// to a minute while it keeps failing), and the entries after it go first --
+// each entry stands alone, so one that fails holds back no other. A call
+// that ran on the wrong node (Citus did not send it to the node of its
+// queue's shard: 0A000, or 40001 when the shard moved) costs no remote
+// connection and is usually over soon: it is tried again after a quarter
+// of a second, doubling to a second at most. In this worker's memory: a
+// restarted worker tries every entry at once.
+void defer_failed_entry(int64 id, int code);
 
 }  // namespace wf::pg

@@ -166,9 +166,13 @@ void launcher_loop() {
     }
 }
 
+// The SQLSTATE of the last pass that failed (the relay's deferral asks).
+int failed_pass_code = 0;
+
 // After an ERROR in the worker: log it, roll back, and go on.
 void report_error_and_roll_back() {
     HOLD_INTERRUPTS();
+    failed_pass_code = geterrcode();
     EmitErrorReport();
     AbortCurrentTransaction();
     FlushErrorState();
@@ -455,7 +459,7 @@ void relay_outbox() {
             if (schema_at_least("1.8")) relayed = relay_one_entry(&taken);
         });
         if (!committed && taken != 0) {
-            defer_failed_entry(taken);
+            defer_failed_entry(taken, failed_pass_code);
             continue;
         }
         if (!committed || !relayed) return;
