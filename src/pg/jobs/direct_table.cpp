@@ -69,14 +69,42 @@ void begin_direct_statement(Snapshot* snapshot, CommandId* command) {
 }
 
 namespace {
+// Where each column name was found last, by the name's address (the names
+// are the callers' literals): a hint, checked against the table at each
+// use, so that a call's opens compare one name per column instead of
+// scanning the table's ~30 columns for each (a single enqueue looks up 24).
+// A hint that no longer holds (another layout: an updated table, a shard
+// of another version) is replaced by a scan.
+struct ColumnHint {
+    const char* name;
+    AttrNumber at;
+};
+constexpr int kColumnHints = 256;  // a power of two, above the names in use
+ColumnHint column_hints[kColumnHints];
+
+ColumnHint& hint_for(const char* name) {
+    uintptr_t key = reinterpret_cast<uintptr_t>(name);
+    return column_hints[(key >> 3 ^ key >> 11) & (kColumnHints - 1)];
+}
+
+bool is_column(Form_pg_attribute att, const char* name) {
+    return !att->attisdropped && strcmp(NameStr(att->attname), name) == 0;
+}
+
 // The column's number; 0 if there is none by that name, -1 if it has
 // another type.
 AttrNumber find_column(Relation table, const char* name, Oid type) {
     TupleDesc desc = RelationGetDescr(table);
+    ColumnHint& hint = hint_for(name);
+    if (hint.name == name && hint.at >= 1 && hint.at <= desc->natts) {
+        Form_pg_attribute att = TupleDescAttr(desc, hint.at - 1);
+        if (is_column(att, name)) return att->atttypid == type ? att->attnum : -1;
+    }
     for (int i = 0; i < desc->natts; i++) {
         Form_pg_attribute att = TupleDescAttr(desc, i);
-        if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
-            return att->atttypid == type ? att->attnum : -1;
+        if (!is_column(att, name)) continue;
+        hint = {name, att->attnum};
+        return att->atttypid == type ? att->attnum : -1;
     }
     return 0;
 }
@@ -224,7 +252,8 @@ void require_only_columns(Relation table, const char* const* names, int count) {
     for (int i = 0; i < desc->natts; i++) {
         Form_pg_attribute att = TupleDescAttr(desc, i);
         if (att->attisdropped) continue;
-        bool known = false;
+        // `names` are in a fresh install's order: the same place first.
+        bool known = i < count && strcmp(NameStr(att->attname), names[i]) == 0;
         for (int n = 0; n < count && !known; n++) known = strcmp(NameStr(att->attname), names[n]) == 0;
         if (!known)
             unexpected_table_shape(RelationGetRelationName(table),
