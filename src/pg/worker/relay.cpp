@@ -217,14 +217,36 @@ void relay_child_end(const std::string& workflow) {
 
 }  // namespace
 
-void defer_failed_entry(int64 id, int code) {
+bool defer_failed_entry(int64 id, int code) {
     bool misrouted = code == ERRCODE_FEATURE_NOT_SUPPORTED || code == ERRCODE_T_R_SERIALIZATION_FAILURE;
     long first = misrouted ? kFirstRerouteMs : kFirstRetryMs;
     long last = misrouted ? kLastRerouteMs : kLastRetryMs;
     auto known = deferred.find(id);
+    bool first_misroute = misrouted && (known == deferred.end() || known->second.delay_ms > kLastRerouteMs);
     long delay = known == deferred.end() ? first : std::clamp(known->second.delay_ms * 2, first, last);
     if (known == deferred.end() && deferred.size() >= kMaxDeferred) deferred.erase(deferred.begin());
     deferred[id] = {TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay), delay};
+    return first_misroute;
+}
+
+namespace {
+PreparedStatement citus_nodes(
+    "SELECT coalesce(string_agg(pg_catalog.format("
+    "  '%s:%s (group %s%s, hasmetadata %s, metadatasynced %s, isactive %s)', n.nodename, n.nodeport,"
+    "  n.groupid, CASE WHEN n.groupid = l.groupid THEN ', this node' ELSE '' END, n.hasmetadata,"
+    "  n.metadatasynced, n.isactive), '; ' ORDER BY n.nodeid), 'none') AS nodes"
+    "  FROM pg_catalog.pg_dist_node n, pg_catalog.pg_dist_local_group l",
+    {});
+}  // namespace
+
+void log_citus_nodes() {
+    std::string nodes = citus_nodes.execute().text_at(0, "nodes");
+    call([&] {
+        ereport(LOG, (errmsg("pg_wf relay: Citus ran a call on a node that does not hold its queue's shard"),
+                      errdetail("Citus sends a call to a node only while its entry has hasmetadata and "
+                                "metadatasynced; the nodes as this node sees them: %s.",
+                                nodes.c_str())));
+    });
 }
 
 bool relay_one_entry(int64* taken) {

@@ -22,7 +22,13 @@ bool relay_one_entry(int64* taken);
 // queue's shard: 0A000, or 40001 when the shard moved) costs no remote
 // connection and is usually over soon: it is tried again after a quarter
 // of a second, doubling to a second at most. In this worker's memory: a
-// restarted worker tries every entry at once.
-void defer_failed_entry(int64 id, int code);
+// restarted worker tries every entry at once. Returns true at an entry's
+// first such misrouted failure (the worker then logs log_citus_nodes()).
+bool defer_failed_entry(int64 id, int code);
+
+// Logs what Citus's metadata on this node says of every node (whether it
+// has and is in sync with the metadata, which Citus needs to send a call
+// to it): the cause of a call run on the wrong node, inside SPI.
+void log_citus_nodes();
 
 }  // namespace wf::pg

@@ -459,7 +459,8 @@ void relay_outbox() {
             if (schema_at_least("1.8")) relayed = relay_one_entry(&taken);
         });
         if (!committed && taken != 0) {
-            defer_failed_entry(taken, failed_pass_code);
+            if (defer_failed_entry(taken, failed_pass_code))
+                run_pass("pg_wf relay diagnosis", [] { log_citus_nodes(); });
             continue;
         }
         if (!committed || !relayed) return;

@@ -201,6 +201,44 @@ $enqueuer->quit;
 ok($c->wait_for("SELECT count(*) FROM wf.jobs WHERE id IN (" . join(',', @race_children) . ") AND status = 'pending'", '30'),
 	'every job enqueued while its parent completed ends pending');
 
+# ---- a release Citus runs on the wrong node ----
+# Citus sends a call to a node only while that node's entry (on the node
+# that makes the call) says hasmetadata and metadatasynced. With the second
+# worker's entry marked out of sync on the first, the first worker's relay
+# of a parent's end runs wf._parent_ended on its own node, which refuses it
+# (0A000): the worker logs what Citus sees, tries again within a second,
+# and releases the child soon after the entry is back.
+{
+	my ($first, $second) = @workers;
+	my $entry = "UPDATE pg_dist_node SET metadatasynced = %s WHERE nodeport = " . $second->port;
+	my $parent = $q->("SELECT wf_enqueue('$qa', '{}')");
+	my $child = $q->("SELECT wf_enqueue('$qb', '{}', depends_on => ARRAY[$parent])");
+	ok($c->wait_for("SELECT count(*) FROM wf.remote_dependent WHERE parent_id = $parent", '1'),
+		'a child subscribed to its parent on the other worker');
+	my $log_at = -s $first->logfile;
+	$c->sql_on($first, sprintf($entry, 'false'));
+	claim_and($qa, $parent, 'wf_complete(%q, %id, %a)');
+	my $refused = qr/pg_wf relay: Citus ran a call on a node that does not hold its queue's shard/;
+	my $seen = 0;
+	for (1 .. 500)
+	{
+		$seen = substr(slurp_file($first->logfile), $log_at) =~ $refused;
+		last if $seen;
+		Time::HiRes::usleep(20_000);
+	}
+	ok($seen, "the misrouted relay call is logged");
+	like(substr(slurp_file($first->logfile), $log_at),
+		qr/metadatasynced f, isactive t\)/, 'with the entry Citus saw out of sync');
+	is($status->($child), 'blocked', 'the child waits meanwhile');
+	# Back 3.5 s after the first try: a call refused as misrouted is tried
+	# again at least every second (at the worker's passes); with the delays
+	# of other failures (1 s, doubling) the next try would come at 7 s.
+	Time::HiRes::usleep(3_500_000);
+	$c->sql_on($first, sprintf($entry, 'true'));
+	ok($c->wait_for("SELECT status FROM wf.jobs WHERE id = $child", 'pending', 2.5),
+		'released within a second or two of the entry being back');
+}
+
 # ---- nothing left behind ----
 ok($c->wait_for_relays, 'the outbox is empty');
 is(join(',', map { $c->sql_on($_, 'SELECT count(*) FROM wf.outbox') } $c->all_nodes), '0,0,0',
