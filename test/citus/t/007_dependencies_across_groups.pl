@@ -5,7 +5,9 @@
 # it, across the nodes again), cancelled when the job it names does not
 # exist or is in a queue its enqueuer may not produce in; wf_retry asks
 # again; a job waiting on many, and many on one; enqueues racing the
-# parents' completions leave nothing blocked; nothing is left behind.
+# parents' completions leave nothing blocked; a release Citus runs on the
+# wrong node is logged and tried again within a second; nothing is left
+# behind.
 use strict;
 use warnings FATAL => 'all';
 
