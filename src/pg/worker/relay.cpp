@@ -30,10 +30,15 @@ PreparedStatement next_entry(
 struct Deferred {
     TimestampTz retry_at;
     long delay_ms;
+    int failures;
 };
 std::map<int64, Deferred> deferred;
 constexpr long kFirstRetryMs = 1000, kLastRetryMs = 60000;
+// A call Citus ran on the wrong node: tried again at least every second,
+// for its first 30 failures (a cause that lasts then gets the delays of the
+// others, and fewer error reports in the log).
 constexpr long kFirstRerouteMs = 250, kLastRerouteMs = 1000;
+constexpr int kReroutes = 30;
 constexpr size_t kMaxDeferred = 10000;
 
 // The deferred entries not due yet (those due are forgotten: tried again,
@@ -218,14 +223,16 @@ void relay_child_end(const std::string& workflow) {
 }  // namespace
 
 bool defer_failed_entry(int64 id, int code) {
-    bool misrouted = code == ERRCODE_FEATURE_NOT_SUPPORTED || code == ERRCODE_T_R_SERIALIZATION_FAILURE;
+    auto known = deferred.find(id);
+    int failures = known == deferred.end() ? 1 : known->second.failures + 1;
+    bool misrouted = (code == ERRCODE_FEATURE_NOT_SUPPORTED || code == ERRCODE_T_R_SERIALIZATION_FAILURE) &&
+                     failures <= kReroutes;
     long first = misrouted ? kFirstRerouteMs : kFirstRetryMs;
     long last = misrouted ? kLastRerouteMs : kLastRetryMs;
-    auto known = deferred.find(id);
     bool first_misroute = misrouted && (known == deferred.end() || known->second.delay_ms > kLastRerouteMs);
     long delay = known == deferred.end() ? first : std::clamp(known->second.delay_ms * 2, first, last);
     if (known == deferred.end() && deferred.size() >= kMaxDeferred) deferred.erase(deferred.begin());
-    deferred[id] = {TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay), delay};
+    deferred[id] = {TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay), delay, failures};
     return first_misroute;
 }
 

@@ -21,7 +21,8 @@ bool relay_one_entry(int64* taken);
 // that ran on the wrong node (Citus did not send it to the node of its
 // queue's shard: 0A000, or 40001 when the shard moved) costs no remote
 // connection and is usually over soon: it is tried again after a quarter
-// of a second, doubling to a second at most. In this worker's memory: a
+// of a second, doubling to a second at most, for its first 30 failures.
+// In this worker's memory: a
 // restarted worker tries every entry at once. Returns true at an entry's
 // first such misrouted failure (the worker then logs log_citus_nodes()).
 bool defer_failed_entry(int64 id, int code);
