@@ -278,8 +278,8 @@ pg_uuid_t insert_steps(const core::WorkflowSpec& spec, const StepsTarget& target
         // The edges (parent -> step, in the step's queue), in the same
         // statement's snapshot and command, in the order of
         // dependency_pkey (parent_id, ...): each entry then goes to the
-        // index's rightmost leaf, which fills, instead of a descent to a
-        // leaf that splits in half (a 100,000-step graph: half the pages).
+        // index's rightmost leaf, which fills, instead of to a leaf in the
+        // middle that splits in half (edges fanning in across stages).
         DependencyInserts edges;
         edges.open("wf_submit");
         for (const auto& [parent, child] : edge_order) {

@@ -31,6 +31,7 @@ struct Deferred {
     TimestampTz retry_at;
     long delay_ms;
     int failures;
+    bool misrouted;  // its last failure was a call run on the wrong node
 };
 std::map<int64, Deferred> deferred;
 constexpr long kFirstRetryMs = 1000, kLastRetryMs = 60000;
@@ -229,10 +230,10 @@ bool defer_failed_entry(int64 id, int code) {
                      failures <= kReroutes;
     long first = misrouted ? kFirstRerouteMs : kFirstRetryMs;
     long last = misrouted ? kLastRerouteMs : kLastRetryMs;
-    bool first_misroute = misrouted && (known == deferred.end() || known->second.delay_ms > kLastRerouteMs);
+    bool first_misroute = misrouted && (known == deferred.end() || !known->second.misrouted);
     long delay = known == deferred.end() ? first : std::clamp(known->second.delay_ms * 2, first, last);
     if (known == deferred.end() && deferred.size() >= kMaxDeferred) deferred.erase(deferred.begin());
-    deferred[id] = {TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay), delay, failures};
+    deferred[id] = {TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay), delay, failures, misrouted};
     return first_misroute;
 }
 

@@ -22,9 +22,9 @@ bool relay_one_entry(int64* taken);
 // queue's shard: 0A000, or 40001 when the shard moved) costs no remote
 // connection and is usually over soon: it is tried again after a quarter
 // of a second, doubling to a second at most, for its first 30 failures.
-// In this worker's memory: a
-// restarted worker tries every entry at once. Returns true at an entry's
-// first such misrouted failure (the worker then logs log_citus_nodes()).
+// In this worker's memory: a restarted worker tries every entry at once.
+// Returns true when an entry fails so after failing otherwise or not at
+// all (the worker then logs log_citus_nodes()).
 bool defer_failed_entry(int64 id, int code);
 
 // Logs what Citus's metadata on this node says of every node (whether it
