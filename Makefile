@@ -33,7 +33,7 @@ RUNTIME_OBJS = src/pg/runtime/extension.o src/pg/runtime/attachments.o src/pg/ru
 CITUS_OBJS   = src/pg/citus/shard_route.o src/pg/citus/ownership.o src/pg/citus/distribute.o \
                src/pg/citus/cluster_calls.o
 JOBS_OBJS    = src/pg/jobs/job_state.o src/pg/jobs/dependencies.o src/pg/jobs/ready_set.o \
-               src/pg/jobs/direct_table.o src/pg/jobs/claim_table.o src/pg/jobs/job_table.o \
+               src/pg/jobs/direct_table.o src/pg/jobs/index_entries.o src/pg/jobs/claim_table.o src/pg/jobs/job_table.o \
                src/pg/jobs/job_rows.o src/pg/jobs/claim_rows.o src/pg/jobs/job_inserts.o \
                src/pg/jobs/release_rows.o src/pg/jobs/key_order.o \
                src/pg/jobs/flow_control.o src/pg/jobs/children.o src/pg/jobs/remote_dependencies.o

@@ -131,6 +131,66 @@ is( $node->safe_psql('postgres', q{
 	SELECT string_agg(step_name || ' ' || status, ', ' ORDER BY id) FROM wf.job WHERE queue = 'dw_flow'}),
 	"8\na done, b done, c pending", 'after the releases, every index has every row');
 
+# Each backend keeps the index definitions of the tables it writes by hand
+# from one call to the next (index_entries.cpp). An index added or dropped
+# by another session, or by the session's own transaction, must be seen at
+# the next call: a session whose definitions are kept enqueues after each
+# change, and every index then has exactly the rows it should. A btree
+# with a plain predicate stays on the kept path; an expression index and a
+# GIN index take the executor's path. A deferrable constraint, whose
+# checks at commit the executor queues and this code does not, is refused
+# (by the trigger that comes with it).
+my $kept = $node->background_psql('postgres', on_error_stop => 0);
+my $enqueue_n = sub {
+	my ($n) = @_;
+	return $kept->query_safe("SELECT wf_enqueue('dw_idx', jsonb_build_object('n', $n), priority => $n) > 0");
+};
+$enqueue_n->(1);
+$node->safe_psql('postgres', 'CREATE INDEX hand_high ON wf.job (queue, id) WHERE priority > 5');
+$enqueue_n->($_) for (2, 7, 8);
+is( $node->safe_psql('postgres', q{
+	SELECT count(*) FROM bt_index_check('wf.hand_high', heapallindexed => true);
+	SET enable_seqscan = off; SET enable_bitmapscan = off;
+	SELECT count(*) FROM wf.job WHERE queue = 'dw_idx' AND priority > 5}),
+	"1\n2", 'an index added by another session gets the rows its predicate admits');
+$node->safe_psql('postgres', q{
+	CREATE INDEX hand_n ON wf.job ((payload->>'n'));
+	CREATE INDEX hand_gin ON wf.job USING gin (payload jsonb_path_ops)});
+$enqueue_n->($_) for (3, 9);
+is( $node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_index i, bt_index_check(i.indexrelid, heapallindexed => true)
+	 WHERE i.indrelid = 'wf.job'::regclass AND i.indexrelid <> 'wf.hand_gin'::regclass;
+	SET enable_seqscan = off;
+	SELECT count(*) FROM wf.job WHERE payload->>'n' IN ('3', '9');
+	SELECT count(*) FROM wf.job WHERE payload @> '{"n": 9}';
+	SELECT count(*) FROM wf.job WHERE queue = 'dw_idx' AND priority > 5}),
+	"7\n2\n1\n3", 'an expression index and a GIN index get theirs by the executor\'s path, and the others still');
+$node->safe_psql('postgres', 'DROP INDEX wf.hand_high, wf.hand_n, wf.hand_gin');
+$enqueue_n->(10);
+is($kept->query_safe(q{
+	BEGIN;
+	CREATE INDEX hand_own ON wf.ready (queue, id) WHERE priority > 9;
+	SELECT wf_enqueue('dw_idx', '{}', priority => 11) > 0;
+	SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off;
+	SELECT count(*) FROM wf.ready WHERE queue = 'dw_idx' AND priority > 9;
+	SELECT count(*) FROM bt_index_check('wf.hand_own', heapallindexed => true);
+	ROLLBACK}), "t\n2\n1",
+	'after the drops the session writes on, and an index its own transaction adds gets its rows');
+is( $node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_index i, bt_index_check(i.indexrelid, heapallindexed => true)
+	 WHERE i.indrelid IN ('wf.job'::regclass, 'wf.ready'::regclass);
+	SELECT count(*) FROM wf.job WHERE queue = 'dw_idx'}),
+	"8\n7", 'every index of wf.job and wf.ready has every row');
+$node->safe_psql('postgres', 'ALTER TABLE wf.ready ADD CONSTRAINT hand_deferred UNIQUE (id) DEFERRABLE');
+my ($ret, $out, $err) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT wf_enqueue('dw_idx', '{}')");
+like($err, qr/ERROR:  55000: pg_wf's table wf.ready is not as its library expects: it has a trigger/,
+	'a deferrable constraint added by hand is refused (55000), not left unchecked');
+$node->safe_psql('postgres', 'ALTER TABLE wf.ready DROP CONSTRAINT hand_deferred');
+is($enqueue_n->(12) . ' ' . $node->safe_psql('postgres', "SELECT count(*) FROM wf.job WHERE queue = 'dw_idx'"),
+	't 8', 'the refused enqueue left nothing; without the constraint the session enqueues again');
+$kept->quit;
+
 # A standby refuses every write, these too.
 $node->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('direct_writes_standby');

@@ -203,37 +203,6 @@ void open_hot_table(const char* function, const char* table, const char* index, 
     if (writes & kDelete) CheckCmdReplicaIdentity(*table_out, CMD_DELETE);
 }
 
-void IndexEntries::insert(Relation table, TupleTableSlot* slot, bool update, Snapshot snapshot,
-                          CommandId command) {
-    if (estate == nullptr) {
-        estate = CreateExecutorState();
-        RangeTblEntry* rte = makeNode(RangeTblEntry);
-        rte->rtekind = RTE_RELATION;
-        rte->relid = RelationGetRelid(table);
-        rte->relkind = table->rd_rel->relkind;
-        rte->rellockmode = RowExclusiveLock;
-        ExecInitRangeTable(estate, list_make1(rte));
-        estate->es_snapshot = snapshot;
-        estate->es_output_cid = command;
-        relation = makeNode(ResultRelInfo);
-        InitResultRelInfo(relation, table, 1, nullptr, 0);
-        ExecOpenIndices(relation, false);
-    }
-    if (relation->ri_NumIndices > 0) {
-        List* recheck = ExecInsertIndexTuples(relation, slot, estate, update, /*noDupErr=*/false,
-                                              nullptr, NIL);
-        list_free(recheck);
-    }
-    ResetPerTupleExprContext(estate);
-}
-
-void IndexEntries::close() {
-    if (estate == nullptr) return;
-    ExecCloseIndices(relation);
-    FreeExecutorState(estate);
-    estate = nullptr;
-}
-
 bool text_is(Datum value, const char* expected) {
     text* t = DatumGetTextPP(value);
     size_t length = strlen(expected);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "pg/base/postgres.hpp"
+#include "pg/jobs/index_entries.hpp"
 
 extern "C" {
 #include "nodes/execnodes.h"
@@ -69,21 +70,6 @@ AttrNumber column_number(Relation table, const char* name, Oid type);
 // The same for a column a later schema version added: 0 when the table has
 // none by that name (a database not yet updated).
 AttrNumber column_number_if_any(Relation table, const char* name, Oid type);
-
-// The index entries of rows written by hand, by the executor's own
-// ExecInsertIndexTuples (every index, partial ones evaluated, unique ones
-// checked), with the executor state made at the first row that needs them.
-// Plain C: every member runs inside call().
-struct IndexEntries {
-    EState* estate;
-    ResultRelInfo* relation;
-
-    void init() { estate = nullptr, relation = nullptr; }
-    // Entries for the row in `slot`, just written to `table` as a new row,
-    // or (`update`) as a new version that is not HOT.
-    void insert(Relation table, TupleTableSlot* slot, bool update, Snapshot snapshot, CommandId command);
-    void close();
-};
 
 // Whether text datum `value` (a status read from a row) is `expected`.
 bool text_is(Datum value, const char* expected);
