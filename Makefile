@@ -25,7 +25,8 @@ CORE_OBJS = src/core/retry_policy.o src/core/validation.o src/core/workflow_spec
 # distributed by Citus (found in the catalogs, no Citus header); jobs/ the job state
 # machine and the dependency engine; api/ the SQL functions; worker/ the
 # background workers (launcher, reaper, retention); module.cpp loads it all.
-BASE_OBJS    = src/pg/base/guard.o src/pg/base/spi.o src/pg/base/args.o src/pg/base/invalidation.o
+BASE_OBJS    = src/pg/base/guard.o src/pg/base/spi.o src/pg/base/args.o src/pg/base/invalidation.o \
+               src/pg/base/statement_settings.o
 RUNTIME_OBJS = src/pg/runtime/extension.o src/pg/runtime/attachments.o src/pg/runtime/run_as.o \
                src/pg/runtime/shared_memory.o \
                src/pg/runtime/worker_registry.o src/pg/runtime/wakeup.o src/pg/runtime/ownership.o \

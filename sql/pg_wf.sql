@@ -404,11 +404,9 @@ SELECT pg_catalog.pg_extension_config_dump('wf.child', '');
 -- a superuser). They are security barriers: a function in the caller's
 -- query sees no row of another queue.
 CREATE FUNCTION wf._visible(queue text) RETURNS boolean
-AS 'MODULE_PATHNAME', 'wf_visible' LANGUAGE C STABLE
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_visible' LANGUAGE C STABLE;
 CREATE FUNCTION wf._administers(queues text) RETURNS boolean
-AS 'MODULE_PATHNAME', 'wf_administers' LANGUAGE C STABLE
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_administers' LANGUAGE C STABLE;
 
 -- One row per job. Status, attempt, worker, start and owner of a running job
 -- come from its claim (the job row says pending, one attempt behind).
@@ -445,8 +443,7 @@ SELECT j.queue, j.id, j.workflow_id, j.run_at, j.created_at, j.finished_at,
 -- NULL) or one of its keys may still make (src/pg/runtime/rate_windows.hpp).
 -- NULL without pg_wf in shared_preload_libraries.
 CREATE FUNCTION wf._rate_left(queue text, key text, rate_limit int, rate_period interval)
-RETURNS int AS 'MODULE_PATHNAME', 'wf_rate_left' LANGUAGE C STABLE
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_rate_left' LANGUAGE C STABLE;
 
 -- One row per queue: a configured queue without jobs shows zeros.
 -- rate_left: claims its rate limit still allows in the current window.
@@ -574,8 +571,7 @@ CREATE FUNCTION wf._metrics()
 RETURNS TABLE (queue text, enqueued bigint, claimed bigint, completed bigint, failed bigint,
                retried bigint, recovered bigint, cancelled bigint, claim_waits bigint,
                claim_wait_seconds double precision)
-AS 'MODULE_PATHNAME', 'wf_metrics' LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_metrics' LANGUAGE C VOLATILE;
 CREATE VIEW wf.metrics WITH (security_barrier) AS
 SELECT m.* FROM wf._metrics() m WHERE wf._visible(m.queue);
 
@@ -599,22 +595,12 @@ SELECT grantee, capability, queues, granted_by, granted_at
 -- Not STRICT: a NULL where a value is required is reported as an error,
 -- never turned into a silent NULL result.
 --
--- SET enable_seqscan = off: the tables behind a claim churn (wf.ready,
--- wf.claim), and a small table with many dead pages makes the planner
--- prefer a sequential scan over its index by far; every statement of these
--- functions is meant to go through an index.
---
--- SET search_path = pg_catalog, pg_temp: names in their SQL resolve in
--- pg_catalog and nowhere else, whatever the caller's search_path: a function,
--- operator or cast planted in another schema (the database owner owns
--- public) must never be what pg_wf's statements call. Every table and
--- sequence they name is qualified with wf.
---
--- SET jit = off: no JIT for any statement of these functions. With
--- enable_seqscan off, a plan that still has a sequential scan (a tiny table
--- without a useful index) costs over 1e10, far above jit_above_cost, and
--- would be compiled on every call: hundreds of milliseconds for a
--- millisecond's work.
+-- Every statement these functions run is planned and run with
+-- search_path = pg_catalog, pg_temp, enable_seqscan = off and jit = off,
+-- set by the library when a function runs its first statement and
+-- restored when it returns (src/pg/base/statement_settings.hpp says why
+-- each): a call that runs no statement pays nothing for them. Until 1.12
+-- each function's definition SET them, for every call.
 
 -- Jobs: enqueue, claim, heartbeat, complete, fail, retry, cancel.
 
@@ -626,15 +612,11 @@ CREATE FUNCTION wf_enqueue(queue text, payload jsonb DEFAULT '{}',
                            dedup_key text DEFAULT NULL, on_duplicate text DEFAULT 'keep',
                            max_run_time interval DEFAULT NULL,
                            start_by timestamptz DEFAULT NULL, version text DEFAULT NULL)
-RETURNS bigint AS 'MODULE_PATHNAME', 'wf_enqueue' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS bigint AS 'MODULE_PATHNAME', 'wf_enqueue' LANGUAGE C VOLATILE;
 
 -- keys: one per payload (or NULL), in the same order.
 CREATE FUNCTION wf_enqueue_batch(queue text, payloads jsonb, keys text[] DEFAULT NULL)
-RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_enqueue_batch' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_enqueue_batch' LANGUAGE C VOLATILE;
 
 -- checkpoints and events: what the job already has from wf_checkpoint and
 -- wf_signal (and its children's outcomes); both NULL on a job's first claim.
@@ -645,9 +627,7 @@ CREATE FUNCTION wf_claim(queue text, worker text DEFAULT NULL, max_jobs int DEFA
 RETURNS TABLE (id bigint, attempt int, queue text, payload jsonb, workflow_id uuid,
                step_name text, priority int, max_attempts int, idempotency_key text,
                inputs jsonb, lease_expires_at timestamptz, checkpoints jsonb, events jsonb)
-AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_claim' LANGUAGE C VOLATILE ROWS 1;
 
 -- One round trip and one commit per job: complete this one, claim the next.
 CREATE FUNCTION wf_complete_and_claim(queue text, id bigint, attempt int, result jsonb DEFAULT NULL,
@@ -657,56 +637,38 @@ RETURNS TABLE (completed boolean, id bigint, attempt int, queue text, payload js
                workflow_id uuid, step_name text, priority int, max_attempts int,
                idempotency_key text, inputs jsonb, lease_expires_at timestamptz,
                checkpoints jsonb, events jsonb)
-AS 'MODULE_PATHNAME', 'wf_complete_and_claim' LANGUAGE C VOLATILE ROWS 1
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_complete_and_claim' LANGUAGE C VOLATILE ROWS 1;
 
 CREATE FUNCTION wf_heartbeat(queue text, id bigint, attempt int, extend interval DEFAULT NULL)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_heartbeat' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_heartbeat' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_complete(queue text, id bigint, attempt int, result jsonb DEFAULT NULL)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete' LANGUAGE C VOLATILE;
 
 -- Many completions of one queue in one statement; returns the ids completed.
 CREATE FUNCTION wf_complete_many(queue text, ids bigint[], attempts int[], results jsonb[] DEFAULT NULL)
-RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_complete_many' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'wf_complete_many' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_fail(queue text, id bigint, attempt int, error text,
                         retry_in interval DEFAULT NULL, permanent boolean DEFAULT false)
-RETURNS text AS 'MODULE_PATHNAME', 'wf_fail' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS text AS 'MODULE_PATHNAME', 'wf_fail' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_retry(queue text, id bigint)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_retry' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_retry' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_cancel(queue text, id bigint)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_cancel' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_cancel' LANGUAGE C VOLATILE;
 
 -- Recovery and settings.
 
 CREATE FUNCTION wf_sweep()
-RETURNS int AS 'MODULE_PATHNAME', 'wf_sweep' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_sweep' LANGUAGE C VOLATILE;
 
 -- Claims are not dumped (wf.claim is unlogged and holds sessions): a job
 -- that ran while a dump was taken is restored pending without a ready row.
 -- Run once after a restore has finished; returns the jobs given back.
 CREATE FUNCTION wf_recover_lost_claims()
-RETURNS int AS 'MODULE_PATHNAME', 'wf_recover_lost_claims' LANGUAGE C VOLATILE
-SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_recover_lost_claims' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_configure_queue(queue text, max_attempts int DEFAULT NULL,
                                    backoff_base interval DEFAULT NULL,
@@ -719,61 +681,46 @@ CREATE FUNCTION wf_configure_queue(queue text, max_attempts int DEFAULT NULL,
                                    ordered boolean DEFAULT NULL,
                                    max_run_time interval DEFAULT NULL,
                                    version text DEFAULT NULL)
-RETURNS void AS 'MODULE_PATHNAME', 'wf_configure_queue' LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
+RETURNS void AS 'MODULE_PATHNAME', 'wf_configure_queue' LANGUAGE C VOLATILE;
 
 -- Workflows.
 
 -- A whole workflow in one call and one statement; returns its workflow_id.
 CREATE FUNCTION wf_submit(spec jsonb)
-RETURNS uuid AS 'MODULE_PATHNAME', 'wf_submit' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS uuid AS 'MODULE_PATHNAME', 'wf_submit' LANGUAGE C VOLATILE;
 
 -- Every step of a workflow: status, attempts, timings, error, result.
 CREATE FUNCTION wf_workflow(workflow_id uuid)
-RETURNS jsonb AS 'MODULE_PATHNAME', 'wf_workflow' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS jsonb AS 'MODULE_PATHNAME', 'wf_workflow' LANGUAGE C VOLATILE;
 
 -- Cancels the steps that have not finished; returns how many it cancelled
 -- or flagged (a running step learns it from its next heartbeat).
 CREATE FUNCTION wf_cancel_workflow(workflow_id uuid)
-RETURNS int AS 'MODULE_PATHNAME', 'wf_cancel_workflow' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_cancel_workflow' LANGUAGE C VOLATILE;
 
 -- Inside a running job: checkpoints, durable sleep, events.
 
 -- 'recorded', 'already_recorded' (the first output is kept), or NULL for a
 -- stale (queue, id, attempt).
 CREATE FUNCTION wf_checkpoint(queue text, id bigint, attempt int, step text, output jsonb DEFAULT NULL)
-RETURNS text AS 'MODULE_PATHNAME', 'wf_checkpoint' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS text AS 'MODULE_PATHNAME', 'wf_checkpoint' LANGUAGE C VOLATILE;
 
 -- Back to pending until now() + delay, without spending an attempt.
 -- Returns the new status ('pending', or 'cancelled' when a cancel was
 -- requested), or NULL for a stale token.
 CREATE FUNCTION wf_snooze(queue text, id bigint, attempt int, delay interval)
-RETURNS text AS 'MODULE_PATHNAME', 'wf_snooze' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS text AS 'MODULE_PATHNAME', 'wf_snooze' LANGUAGE C VOLATILE;
 
 -- Parks a running job until `event` is signalled or `timeout` passes.
 -- Returns 'waiting', 'pending' (already signalled: ready again at once),
 -- 'cancelled', or NULL for a stale token.
 CREATE FUNCTION wf_await_event(queue text, id bigint, attempt int, event text,
                                timeout interval DEFAULT NULL)
-RETURNS text AS 'MODULE_PATHNAME', 'wf_await_event' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS text AS 'MODULE_PATHNAME', 'wf_await_event' LANGUAGE C VOLATILE;
 
 -- Signals an event (kept for later awaits); returns the jobs made ready.
 CREATE FUNCTION wf_signal(event text, payload jsonb DEFAULT NULL)
-RETURNS int AS 'MODULE_PATHNAME', 'wf_signal' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_signal' LANGUAGE C VOLATILE;
 
 -- Workflows 2 (1.6).
 
@@ -782,18 +729,14 @@ SET search_path = pg_catalog, pg_temp;
 -- Its outcome reaches the parent's events as "wf:child:<name>" when its
 -- last step ends. NULL for a stale token.
 CREATE FUNCTION wf_start_child(queue text, id bigint, attempt int, name text, spec jsonb)
-RETURNS uuid AS 'MODULE_PATHNAME', 'wf_start_child' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS uuid AS 'MODULE_PATHNAME', 'wf_start_child' LANGUAGE C VOLATILE;
 
 -- Parks a running job until every child it started has finished (or
 -- `timeout` passes). 'waiting', 'pending' (none unfinished: ready again at
 -- once), 'cancelled', or NULL for a stale token.
 CREATE FUNCTION wf_await_children(queue text, id bigint, attempt int,
                                   timeout interval DEFAULT NULL)
-RETURNS text AS 'MODULE_PATHNAME', 'wf_await_children' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS text AS 'MODULE_PATHNAME', 'wf_await_children' LANGUAGE C VOLATILE;
 
 -- Completes a workflow step and adds steps to its workflow in the same
 -- transaction (fan-out): `steps` is an array of wf_submit's steps, whose
@@ -801,42 +744,32 @@ SET search_path = pg_catalog, pg_temp;
 -- among them). False for a stale token.
 CREATE FUNCTION wf_complete_with_steps(queue text, id bigint, attempt int, result jsonb,
                                        steps jsonb)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete_with_steps' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_complete_with_steps' LANGUAGE C VOLATILE;
 
 -- The progress of a running attempt (a small jsonb), shown by wf.jobs and
 -- wf_workflow. Kept in the unlogged claim row: no WAL per report. False
 -- for a stale token.
 CREATE FUNCTION wf_progress(queue text, id bigint, attempt int, progress jsonb)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_progress' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_progress' LANGUAGE C VOLATILE;
 
 -- Blocks until the job has finished (done, failed, cancelled) or `timeout`
 -- passes, and returns its status, result and last error; after a timeout,
 -- the status it has then. Woken by the commit that finishes it.
 CREATE FUNCTION wf_wait_job(queue text, id bigint, timeout interval DEFAULT '30 seconds')
 RETURNS TABLE (status text, result jsonb, error text)
-AS 'MODULE_PATHNAME', 'wf_wait_job' LANGUAGE C VOLATILE ROWS 1
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_wait_job' LANGUAGE C VOLATILE ROWS 1;
 
 -- The same for a workflow: result holds the results of its final steps
 -- (those no other step runs after), keyed by step name.
 CREATE FUNCTION wf_wait_workflow(workflow_id uuid, timeout interval DEFAULT '30 seconds')
 RETURNS TABLE (status text, result jsonb, error text)
-AS 'MODULE_PATHNAME', 'wf_wait_workflow' LANGUAGE C VOLATILE ROWS 1
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_wait_workflow' LANGUAGE C VOLATILE ROWS 1;
 
 -- Signals `event` and, in the same transaction, makes sure a workflow with
 -- the spec's "key" is active: it submits the spec unless an active
 -- workflow holds the key. Returns that workflow's id.
 CREATE FUNCTION wf_signal_with_start(spec jsonb, event text, payload jsonb DEFAULT NULL)
-RETURNS uuid AS 'MODULE_PATHNAME', 'wf_signal_with_start' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS uuid AS 'MODULE_PATHNAME', 'wf_signal_with_start' LANGUAGE C VOLATILE;
 
 -- Operator actions on many jobs at once (1.6): the failed or cancelled jobs
 -- of a queue that match (ids, if given; last_error containing the text,
@@ -844,38 +777,28 @@ SET search_path = pg_catalog, pg_temp;
 -- many. The same checks as wf_retry, job by job.
 CREATE FUNCTION wf_retry_where(queue text, ids bigint[] DEFAULT NULL,
                                error_contains text DEFAULT NULL, max_jobs int DEFAULT 1000)
-RETURNS int AS 'MODULE_PATHNAME', 'wf_retry_where' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_retry_where' LANGUAGE C VOLATILE;
 
 -- Cancels the matching jobs of a queue (blocked, pending, waiting, failed;
 -- running ones are flagged), as wf_cancel does; statuses narrows them.
 CREATE FUNCTION wf_cancel_where(queue text, ids bigint[] DEFAULT NULL,
                                 error_contains text DEFAULT NULL, statuses text[] DEFAULT NULL,
                                 max_jobs int DEFAULT 1000)
-RETURNS int AS 'MODULE_PATHNAME', 'wf_cancel_where' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_cancel_where' LANGUAGE C VOLATILE;
 
 -- Cron schedules.
 
 -- Creates or replaces a cron schedule; returns its next run.
 CREATE FUNCTION wf_schedule(name text, cron text, queue text, payload jsonb DEFAULT '{}')
-RETURNS timestamptz AS 'MODULE_PATHNAME', 'wf_schedule' LANGUAGE C VOLATILE
-SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'wf_schedule' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION wf_unschedule(name text)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_unschedule' LANGUAGE C VOLATILE
-SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_unschedule' LANGUAGE C VOLATILE;
 
 -- Stops a schedule firing, or lets it fire again from its next tick after
 -- now (no catching up); false if there is no such schedule.
 CREATE FUNCTION wf_enable_schedule(name text, enabled boolean)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_enable_schedule' LANGUAGE C VOLATILE
-SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_enable_schedule' LANGUAGE C VOLATILE;
 
 -- Rights per queue (src/pg/api/rights.hpp).
 
@@ -883,13 +806,11 @@ SET search_path = pg_catalog, pg_temp;
 -- 'administer') on a queue or pattern, and EXECUTE on the functions that
 -- use it. True if it is new. The caller must administer those queues.
 CREATE FUNCTION wf_grant(role regrole, capability text, queues text)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_grant' LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_grant' LANGUAGE C VOLATILE;
 
 -- Takes a grant back (and EXECUTE on functions the role no longer needs).
 CREATE FUNCTION wf_revoke(role regrole, capability text, queues text)
-RETURNS boolean AS 'MODULE_PATHNAME', 'wf_revoke' LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
+RETURNS boolean AS 'MODULE_PATHNAME', 'wf_revoke' LANGUAGE C VOLATILE;
 
 ------------------------------------------------------------------------------
 -- Creation
@@ -1007,11 +928,9 @@ REVOKE EXECUTE ON FUNCTION wf_enable_schedule(text, boolean) FROM PUBLIC;
 -- 1.7: pg_wf on Citus (src/pg/citus/). Run by a superuser on the
 -- coordinator; they run as their caller (Citus's functions need its rights).
 CREATE FUNCTION wf_distribute() RETURNS void
-AS 'MODULE_PATHNAME', 'wf_distribute' LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_distribute' LANGUAGE C VOLATILE;
 CREATE FUNCTION wf._take_id_range() RETURNS void
-AS 'MODULE_PATHNAME', 'wf_take_id_range' LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_take_id_range' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION wf_distribute() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf._take_id_range() FROM PUBLIC;
 
@@ -1020,18 +939,12 @@ REVOKE EXECUTE ON FUNCTION wf._take_id_range() FROM PUBLIC;
 -- group's node (src/pg/citus/cluster_calls.hpp). pg_wf makes them as the
 -- bootstrap superuser; anyone else is refused.
 CREATE FUNCTION wf._wake_event(queue text, event text, payload jsonb) RETURNS int
-AS 'MODULE_PATHNAME', 'wf_group_wake_event' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_group_wake_event' LANGUAGE C VOLATILE;
 CREATE FUNCTION wf._fire_tick(queue text, payload jsonb, run_at timestamptz,
                               idempotency_key text) RETURNS bigint
-AS 'MODULE_PATHNAME', 'wf_group_fire_tick' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_group_fire_tick' LANGUAGE C VOLATILE;
 CREATE FUNCTION wf._sweep_group(queue text) RETURNS int
-AS 'MODULE_PATHNAME', 'wf_group_sweep' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_group_sweep' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION wf._wake_event(text, text, jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf._fire_tick(text, jsonb, timestamptz, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf._sweep_group(text) FROM PUBLIC;
@@ -1088,40 +1001,28 @@ ALTER TABLE wf.outbox OWNER TO wf_owner;
 -- Their calls into a group: a child's subscription to its parent (in the
 -- parent's group; the parent's status), a parent's end (in the child's).
 CREATE FUNCTION wf._subscribe(queue text, parent_id bigint, child_queue text, child_id bigint)
-RETURNS text AS 'MODULE_PATHNAME', 'wf_group_subscribe' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS text AS 'MODULE_PATHNAME', 'wf_group_subscribe' LANGUAGE C VOLATILE;
 CREATE FUNCTION wf._parent_ended(queue text, parent_id bigint, status text, result jsonb, name text,
                                  children bigint[])
-RETURNS int AS 'MODULE_PATHNAME', 'wf_group_parent_ended' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_group_parent_ended' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION wf._subscribe(text, bigint, text, bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf._parent_ended(text, bigint, text, jsonb, text, bigint[]) FROM PUBLIC;
 -- In the parent's group, once it has ended: its end and its dependents in
 -- other groups, taken (deleted) under its lock.
 CREATE FUNCTION wf._take_dependents(queue text, parent_id bigint) RETURNS jsonb
-AS 'MODULE_PATHNAME', 'wf_group_take_dependents' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_group_take_dependents' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION wf._take_dependents(text, bigint) FROM PUBLIC;
 
 -- 1.8, workflows on a distributed pg_wf: one shard group's steps of a
 -- workflow wf_submit makes, and wf_cancel_workflow in one group.
 CREATE FUNCTION wf._insert_steps(queue text, workflow_id uuid, steps jsonb, role text)
-RETURNS int AS 'MODULE_PATHNAME', 'wf_group_insert_steps' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_group_insert_steps' LANGUAGE C VOLATILE;
 CREATE FUNCTION wf._cancel_workflow(queue text, workflow_id uuid)
-RETURNS int AS 'MODULE_PATHNAME', 'wf_group_cancel_workflow' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+RETURNS int AS 'MODULE_PATHNAME', 'wf_group_cancel_workflow' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION wf._insert_steps(text, uuid, jsonb, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION wf._cancel_workflow(text, uuid) FROM PUBLIC;
 CREATE FUNCTION wf._recover_lost_claims(queue text) RETURNS int
-AS 'MODULE_PATHNAME', 'wf_group_recover_lost_claims' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_group_recover_lost_claims' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION wf._recover_lost_claims(text) FROM PUBLIC;
 
 -- 1.9: in the parent's shard group, a child workflow's outcome joins its
@@ -1129,15 +1030,11 @@ REVOKE EXECUTE ON FUNCTION wf._recover_lost_claims(text) FROM PUBLIC;
 -- else to wait for goes back to pending (called by the node's worker).
 CREATE FUNCTION wf._deliver_child(queue text, parent_id bigint, workflow_id uuid,
                                   name text, outcome jsonb) RETURNS int
-AS 'MODULE_PATHNAME', 'wf_group_deliver_child' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_group_deliver_child' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION wf._deliver_child(text, bigint, uuid, text, jsonb) FROM PUBLIC;
 -- 1.9: wf._cancel_workflow for the worker (a cancelled parent's child).
 CREATE FUNCTION wf._cancel_child(queue text, workflow_id uuid) RETURNS int
-AS 'MODULE_PATHNAME', 'wf_group_cancel_child' LANGUAGE C VOLATILE
-SET enable_seqscan = off SET jit = off
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_group_cancel_child' LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION wf._cancel_child(text, uuid) FROM PUBLIC;
 
 -- Nothing attaches to pg_wf's tables: no trigger, rule or row security
@@ -1145,8 +1042,7 @@ REVOKE EXECUTE ON FUNCTION wf._cancel_child(text, uuid) FROM PUBLIC;
 -- them with pg_wf's rights, and what is attached would run with those
 -- rights. What is there anyway stops pg_wf until it is removed.
 CREATE FUNCTION wf._refuse_attachment() RETURNS event_trigger
-AS 'MODULE_PATHNAME', 'wf_refuse_attachment' LANGUAGE C
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_refuse_attachment' LANGUAGE C;
 CREATE EVENT TRIGGER wf_guard ON ddl_command_start
     WHEN TAG IN ('CREATE TRIGGER', 'CREATE RULE', 'CREATE POLICY', 'ALTER POLICY', 'ALTER TABLE')
     EXECUTE FUNCTION wf._refuse_attachment();
@@ -1154,6 +1050,5 @@ CREATE EVENT TRIGGER wf_guard ON ddl_command_start
 -- Reports whether the background worker can serve this database (NOTICE if
 -- not) and wakes the launcher so it does so at once.
 CREATE FUNCTION wf._after_create() RETURNS void
-AS 'MODULE_PATHNAME', 'wf_after_create' LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'wf_after_create' LANGUAGE C VOLATILE;
 SELECT wf._after_create();

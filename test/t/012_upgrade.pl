@@ -1,4 +1,4 @@
-# ALTER EXTENSION pg_wf UPDATE from 1.1 to the current version (1.11), through
+# ALTER EXTENSION pg_wf UPDATE from 1.1 to the current version (1.12), through
 # 1.2, where a claim's running state moved from the job row to the unlogged
 # claim table (1.3 then drops the job row's unused owner_pid). The library
 # does not serve a schema older than 1.2: every function says so (55000,
@@ -63,7 +63,7 @@ is( $node->safe_psql('postgres', "BEGIN; ALTER EXTENSION pg_wf UPDATE; $jobs_sql
 	"$jobs_before\npending 0",
 	'every job is as it was, the claimed one running at attempt 1; its job row is one attempt behind');
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"),
-	'1.11', 'updated to 1.11');
+	'1.12', 'updated to 1.12');
 
 # The worker now serves the database: the lost claim is recovered, its
 # attempt counted, and the job runs again and releases its child.
@@ -150,7 +150,7 @@ my $schema_sql = q{
 	    FROM pg_class c WHERE c.relnamespace = 'wf'::regnamespace) s};
 my $upgraded = $node->safe_psql('postgres', $schema_sql);
 my $fresh = $node->safe_psql('fresh', $schema_sql);
-is($upgraded, $fresh, 'the updated schema equals a fresh 1.11 install');
+is($upgraded, $fresh, 'the updated schema equals a fresh 1.12 install');
 is( $node->safe_psql('postgres', q{
 	SELECT array_agg(c::regclass::text ORDER BY c::regclass::text) FROM pg_extension, unnest(extconfig) c WHERE extname = 'pg_wf'}),
 	$node->safe_psql('fresh', q{
@@ -195,7 +195,7 @@ for my $c (@capabilities)
 }
 $node->safe_psql('granted_1_5', 'ALTER EXTENSION pg_wf UPDATE');
 is($node->safe_psql('granted_1_5', "SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"),
-	'1.11', 'a 1.5 database with grants updated to 1.11');
+	'1.12', 'a 1.5 database with grants updated to 1.12');
 $node->safe_psql('postgres', 'CREATE DATABASE granted_1_6');
 $node->safe_psql('granted_1_6', 'CREATE EXTENSION pg_wf');
 $node->safe_psql('granted_1_6', join('', map { "SELECT wf_grant('up_$_', '$_', 'q*');\n" } @capabilities));

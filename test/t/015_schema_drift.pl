@@ -30,15 +30,15 @@ my $current = $node->safe_psql('postgres',
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(version, ' ' ORDER BY string_to_array(version, '.')::int[])"
 		  . " FROM pg_available_extension_versions WHERE name = 'pg_wf'"),
-	'1.0 1.1 1.2 1.3 1.4 1.5 1.6 1.7 1.8 1.9 1.10 1.11', 'versions 1.0 to 1.11 are installable');
+	'1.0 1.1 1.2 1.3 1.4 1.5 1.6 1.7 1.8 1.9 1.10 1.11 1.12', 'versions 1.0 to 1.12 are installable');
 is( $node->safe_psql('postgres',
 		"SELECT path FROM pg_extension_update_paths('pg_wf') WHERE source = '1.0' AND target = '$current'"),
-	'1.0--1.1--1.2--1.3--1.4--1.5--1.6--1.7--1.8--1.9--1.10--1.11', 'the update path from 1.0');
+	'1.0--1.1--1.2--1.3--1.4--1.5--1.6--1.7--1.8--1.9--1.10--1.11--1.12', 'the update path from 1.0');
 
 # One database created fresh, one created at each older version and updated.
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION pg_wf');
-my @old = ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5', '1.6', '1.7', '1.8', '1.9', '1.10');
+my @old = ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5', '1.6', '1.7', '1.8', '1.9', '1.10', '1.11');
 for my $v (@old)
 {
 	(my $db = "from_$v") =~ s/\./_/;
@@ -437,7 +437,7 @@ my @changes = (
 		qr/^view wf\.schedules$/ ],
 	[ 'a sequence', 'ALTER SEQUENCE wf.job_id_seq CACHE 10', qr/^sequence wf\.job_id_seq$/ ],
 	[ 'an event trigger', $unguard, qr/^event trigger wf_guard$/ ],
-	[ 'a function setting', 'ALTER FUNCTION wf_sweep() RESET jit', qr/^function \S+\.wf_sweep\(\)$/ ],
+	[ 'a function setting', 'ALTER FUNCTION wf_sweep() SET jit = on', qr/^function \S+\.wf_sweep\(\)$/ ],
 	[ 'a function volatility', 'ALTER FUNCTION wf_retry(text, bigint) STABLE',
 		qr/^function \S+\.wf_retry\(text,bigint\)$/ ],
 	[ 'a function security', 'ALTER FUNCTION wf_cancel(text, bigint) SECURITY DEFINER',

@@ -1,5 +1,6 @@
 #include "pg/api/rights.hpp"
 #include "pg/base/invalidation.hpp"
+#include "pg/base/statement_settings.hpp"
 #include "pg/citus/cluster_calls.hpp"
 #include "pg/citus/shard_route.hpp"
 
@@ -203,7 +204,10 @@ void forget_all_rights() {
 
 // Runs a GRANT or REVOKE that pg_wf's owner may run (it owns the objects).
 void run_utility(const std::string& sql) {
-    int rc = call([&] { return SPI_execute(sql.c_str(), false, 0); });
+    int rc = call([&] {
+        pin_statement_settings();
+        return SPI_execute(sql.c_str(), false, 0);
+    });
     if (rc != SPI_OK_UTILITY) throw std::runtime_error("pg_wf: " + sql + " failed");
 }
 

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "core/error.hpp"
+#include "pg/base/statement_settings.hpp"
 
 namespace wf::pg {
 
@@ -72,7 +73,10 @@ bool invoke(Body&& body, Failure* failure) {
 Datum run_sql_function(FunctionCallInfo fcinfo, SqlFunctionBody body) {
     Datum result = 0;
     Failure failure;
-    if (invoke([&] { result = body(fcinfo); }, &failure)) return result;
+    int outer_settings = enter_statement_settings();
+    bool returned = invoke([&] { result = body(fcinfo); }, &failure);
+    leave_statement_settings(outer_settings, returned);
+    if (returned) return result;
     raise_failure(failure);
 }
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "pg/base/statement_settings.hpp"
 
 namespace wf::pg {
 
@@ -25,6 +26,7 @@ SPIPlanPtr PreparedStatement::prepare_text(const char* sql) {
     int options = planning_ == Planning::generic ? CURSOR_OPT_GENERIC_PLAN
                                                  : CURSOR_OPT_CUSTOM_PLAN;
     return call([&] {
+        pin_statement_settings();
         SPIPlanPtr p = SPI_prepare_cursor(sql, static_cast<int>(argument_types_.size()),
                                           argument_types_.data(), options);
         if (p == nullptr)
@@ -60,6 +62,7 @@ SPIPlanPtr PreparedStatement::routed_plan(SqlRoute* route) {
 Rows PreparedStatement::execute(const Datum* values, const char* nulls) {
     SPIPlanPtr p = plan();
     int rc = call([&] {
+        pin_statement_settings();
         return SPI_execute_plan(p, const_cast<Datum*>(values), nulls, false, 0);
     });
     if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
@@ -69,6 +72,7 @@ Rows PreparedStatement::execute(const Datum* values, const char* nulls) {
 Rows PreparedStatement::execute_latest(const Datum* values, const char* nulls) {
     SPIPlanPtr p = plan();
     int rc = call([&] {
+        pin_statement_settings();
         CommandCounterIncrement();
         return SPI_execute_snapshot(p, const_cast<Datum*>(values), nulls, GetLatestSnapshot(),
                                     InvalidSnapshot, false, false, 0);

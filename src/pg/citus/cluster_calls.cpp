@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "pg/base/statement_settings.hpp"
 
 namespace wf::pg {
 namespace {
@@ -21,6 +22,7 @@ public:
     ThroughCitus() {
         GetUserIdAndSecContext(&saved_user_, &saved_context_);
         nest_level_ = call([] {
+            pin_statement_settings();  // first: the function's level stays below this one
             int level = NewGUCNestLevel();
             set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
                               GUC_ACTION_SAVE, true, 0, false);
@@ -87,7 +89,7 @@ std::string timestamptz_literal(std::optional<Datum> value) {
 
 Rows run_through_citus(const std::string& sql) {
     ThroughCitus scope;
-    int rc = call([&] { return SPI_execute(sql.c_str(), false, 0); });
+    int rc = call([&] { return SPI_execute(sql.c_str(), false, 0); });  // pinned by the scope
     if (rc < 0) throw core::Error("XX000", std::string("SPI_execute failed: ") + SPI_result_code_string(rc));
     return Rows(SPI_tuptable, SPI_processed);
 }
@@ -161,6 +163,7 @@ std::string api_function(const char* name) {
 
 BoundedLockWaits::BoundedLockWaits() : exceptions_(std::uncaught_exceptions()) {
     nest_level_ = call([] {
+        pin_statement_settings();  // first: the function's level stays below this one
         int level = NewGUCNestLevel();
         set_config_option("lock_timeout", "1s", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
                           false);

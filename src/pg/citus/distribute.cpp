@@ -2,6 +2,7 @@
 // coordinator, once (calling it again finishes what is missing and changes
 // nothing else). What it builds is described in shard_route.hpp.
 #include "core/error.hpp"
+#include "pg/base/statement_settings.hpp"
 #include "pg/base/spi.hpp"
 #include "pg/citus/cluster_calls.hpp"
 #include "pg/citus/shard_route.hpp"
@@ -114,7 +115,10 @@ PreparedStatement on_every_node(
 
 // A statement of pg_wf's own text (GRANT, ALTER SEQUENCE), run as it is.
 void run_ddl(const std::string& sql) {
-    int rc = call([&] { return SPI_execute(sql.c_str(), false, 0); });
+    int rc = call([&] {
+        pin_statement_settings();
+        return SPI_execute(sql.c_str(), false, 0);
+    });
     if (rc < 0) throw std::runtime_error(SPI_result_code_string(rc));
 }
 

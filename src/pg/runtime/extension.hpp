@@ -4,7 +4,9 @@
 
 #include "pg/base/postgres.hpp"
 
-// The versions of the extension's SQL objects this library can serve. 1.9
+// The versions of the extension's SQL objects this library can serve. 1.12
+// left the settings of its functions' statements to the library
+// (base/statement_settings.hpp); 1.9
 // added child workflows on a distributed pg_wf; 1.8
 // added the calls a distributed pg_wf makes into one shard group; 1.7 made
 // pg_wf distributable (Citus); 1.6
@@ -14,7 +16,7 @@
 // schema is refused until ALTER EXTENSION pg_wf UPDATE, since its functions
 // could be made to run planted code.
 #define WF_OLDEST_SCHEMA_VERSION "1.6"
-#define WF_SCHEMA_VERSION "1.11"
+#define WF_SCHEMA_VERSION "1.12"
 
 namespace wf::pg {
 

@@ -42,7 +42,7 @@ for my $queue ($qa, $qb)
 sleep 1;
 
 $q->('ALTER EXTENSION pg_wf UPDATE');
-is($q->("SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"), '1.11', 'updated to the current version');
+is($q->("SELECT extversion FROM pg_extension WHERE extname = 'pg_wf'"), '1.12', 'updated to the current version');
 my ($ok, $out, $err) = ('', '', '');
 $coord->psql('postgres',
 	qq{SELECT wf_submit('{"steps": [{"name": "a", "queue": "$qa", "payload": {}}]}')},
