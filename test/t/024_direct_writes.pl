@@ -189,6 +189,24 @@ like($err, qr/ERROR:  55000: pg_wf's table wf.ready is not as its library expect
 $node->safe_psql('postgres', 'ALTER TABLE wf.ready DROP CONSTRAINT hand_deferred');
 is($enqueue_n->(12) . ' ' . $node->safe_psql('postgres', "SELECT count(*) FROM wf.job WHERE queue = 'dw_idx'"),
 	't 8', 'the refused enqueue left nothing; without the constraint the session enqueues again');
+# The session keeps the OIDs of pg_wf's tables by name too
+# (direct_table.cpp): a table renamed away and another made in its name,
+# here in the session's own transaction, is where its next enqueue writes.
+my $ready_before = $node->safe_psql('postgres', "SELECT count(*) FROM wf.ready WHERE queue = 'dw_idx'");
+is($kept->query_safe(q{
+	BEGIN;
+	ALTER TABLE wf.ready RENAME TO ready_moved;
+	ALTER INDEX wf.ready_claim_order RENAME TO ready_claim_order_moved;
+	CREATE TABLE wf.ready (LIKE wf.ready_moved INCLUDING DEFAULTS);
+	ALTER TABLE wf.ready OWNER TO wf_owner;
+	CREATE UNIQUE INDEX ready_claim_order ON wf.ready (queue, priority DESC, run_at, id);
+	SELECT wf_enqueue('dw_idx', '{}') > 0;
+	SELECT count(*) FROM wf.ready WHERE queue = 'dw_idx';
+	SELECT count(*) FROM wf.ready_moved WHERE queue = 'dw_idx';
+	ROLLBACK}), "t\n1\n$ready_before",
+	'a table renamed and replaced in the session\'s transaction: the enqueue writes the new one');
+is($enqueue_n->(13) . ' ' . $node->safe_psql('postgres', "SELECT count(*) FROM wf.ready WHERE queue = 'dw_idx'"),
+	't ' . ($ready_before + 1), 'after the rollback, the table it was');
 $kept->quit;
 
 # A standby refuses every write, these too.

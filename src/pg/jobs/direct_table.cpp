@@ -1,5 +1,7 @@
 #include "pg/jobs/direct_table.hpp"
 
+#include "pg/base/invalidation.hpp"
+
 extern "C" {
 #include "access/genam.h"
 #include "access/skey.h"
@@ -14,6 +16,7 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/builtins.h"
@@ -36,10 +39,56 @@ const ExpectedColumn kQueueIdKey[2] = {{kKeyQueue, "queue", TEXTOID}, {kKeyId, "
 
 const ExpectedColumn kIdQueueKey[2] = {{kKeyId, "id", INT8OID}, {kKeyQueue, "queue", TEXTOID}};
 
+namespace {
+// The OIDs of relations of schema wf by name, as found last: every call
+// opens three to five of them, and each lookup by name cost two catalog
+// cache searches and a name formatted. Forgotten, all of them, at a
+// relcache invalidation of any (a rename, a drop) and at any change to a
+// schema (wf renamed or dropped): a name then leads where it leads now.
+// Only names found are kept; up to 64 (a Citus node's shards may be more,
+// and are looked up each time).
+struct NamedRelation {
+    char name[NAMEDATALEN];
+    Oid oid;
+};
+constexpr int kNamedRelations = 64;
+NamedRelation named[kNamedRelations];
+int named_count = 0;
+Oid wf_schema = InvalidOid;
+
+void forget_names() {
+    named_count = 0;
+    wf_schema = InvalidOid;
+}
+void on_relcache_invalidation(Datum, Oid relid) {
+    for (int i = 0; i < named_count; i++)
+        if (!OidIsValid(relid) || named[i].oid == relid) return forget_names();
+}
+void on_namespace_invalidation(Datum, int, uint32) { forget_names(); }
+}  // namespace
+
+Oid wf_relation_oid(const char* name) {
+    static bool listening = false;
+    if (!listening) {
+        listen_to_relcache(on_relcache_invalidation);
+        CacheRegisterSyscacheCallback(NAMESPACEOID, on_namespace_invalidation, 0);
+        listening = true;
+    }
+    for (int i = 0; i < named_count; i++)
+        if (strcmp(named[i].name, name) == 0) return named[i].oid;
+    if (!OidIsValid(wf_schema)) wf_schema = get_namespace_oid("wf", false);
+    Oid oid = get_relname_relid(name, wf_schema);
+    if (OidIsValid(oid) && named_count < kNamedRelations && strlen(name) < NAMEDATALEN) {
+        strlcpy(named[named_count].name, name, NAMEDATALEN);
+        named[named_count++].oid = oid;
+    }
+    return oid;
+}
+
 bool key_leads_with_queue(const char* index, const char* suffix) {
     char index_name[NAMEDATALEN];
     snprintf(index_name, sizeof index_name, "%s%s", index, suffix);
-    Oid index_oid = get_relname_relid(index_name, get_namespace_oid("wf", false));
+    Oid index_oid = wf_relation_oid(index_name);
     if (!OidIsValid(index_oid)) return false;
     HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid));
     if (!HeapTupleIsValid(tuple)) return false;
@@ -132,13 +181,12 @@ void open_hot_table(const char* function, const char* table, const char* index, 
     // As the executor refuses a write there (25006); on a hot standby,
     // where every transaction is read-only, too.
     PreventCommandIfReadOnly(function);
-    Oid schema = get_namespace_oid("wf", false);
     char table_name[NAMEDATALEN];
     char index_name[NAMEDATALEN];
     snprintf(table_name, sizeof table_name, "%s%s", table, suffix);
     snprintf(index_name, sizeof index_name, "%s%s", index, suffix);
-    Oid table_oid = get_relname_relid(table_name, schema);
-    Oid index_oid = get_relname_relid(index_name, schema);
+    Oid table_oid = wf_relation_oid(table_name);
+    Oid index_oid = wf_relation_oid(index_name);
     if (!OidIsValid(table_oid) || !OidIsValid(index_oid))
         unexpected_table_shape(table, "the table or its index is missing");
     // Each right on its own: pg_class_aclcheck accepts any one of a mask.

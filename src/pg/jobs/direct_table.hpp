@@ -41,6 +41,10 @@ void open_hot_table(const char* function, const char* table, const char* index, 
                     int writes, const ExpectedColumn* columns, int ncolumns, int index_keys,
                     Relation* table_out, Relation* index_out);
 
+// The OID of relation wf.<name> (InvalidOid if there is none), kept per
+// backend until a relcache invalidation of it or a change to a schema.
+Oid wf_relation_oid(const char* name);
+
 // wf.job's and wf.claim's primary keys, job_pkey and claim_pkey: (id,
 // queue) from schema 1.11, so that a descent compares bigints and reaches
 // the queue's text only at the row it looks for; (queue, id) before, and on

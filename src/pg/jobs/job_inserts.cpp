@@ -176,7 +176,7 @@ void JobInserts::open(const char* function) {
     require_only_columns(jobs, kJobColumnNames, lengthof(kJobColumnNames));
     ready.open(function);
     // The node's own sequence (a distributed pg_wf gives each node a range).
-    sequence = get_relname_relid("job_id_seq", get_namespace_oid("wf", false));
+    sequence = wf_relation_oid("job_id_seq");
     if (!OidIsValid(sequence)) unexpected_table_shape("job", "its sequence wf.job_id_seq is missing");
     priority_at = column_number(jobs, "priority", INT4OID);
     created_at_at = column_number(jobs, "created_at", TIMESTAMPTZOID);
