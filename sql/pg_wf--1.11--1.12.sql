@@ -7,22 +7,29 @@
 -- own, and restores them when it returns: a call that runs no statement
 -- (a plain enqueue, claim or completion) no longer pays for three settings
 -- made and undone, nor for the search path worked out again after each.
--- Every function of the extension is in C; each is named here as 1.11
--- declares it. The library serves 1.11 too: there the settings are
--- already what it would set.
+-- Every function of the extension is in C; only these three settings are
+-- reset (one an administrator added stays). The library serves 1.11 too:
+-- there the settings are already what it would set.
 DO $$
 DECLARE
-    f regprocedure;
+    f pg_catalog.regprocedure;
 BEGIN
-    FOR f IN SELECT p.oid::regprocedure
+    -- (Operators named in pg_catalog: none planted elsewhere is found.)
+    FOR f IN SELECT p.oid::pg_catalog.regprocedure
                FROM pg_catalog.pg_proc p
-               JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::regclass
-                                          AND d.objid = p.oid AND d.deptype = 'e'
-               JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_wf'
-              WHERE p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'c')
-                AND p.proconfig IS NOT NULL
+               JOIN pg_catalog.pg_depend d
+                 ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid
+                AND d.objid OPERATOR(pg_catalog.=) p.oid
+                AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog.char
+               JOIN pg_catalog.pg_extension e
+                 ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+                AND e.extname OPERATOR(pg_catalog.=) 'pg_wf'::pg_catalog.name
+               JOIN pg_catalog.pg_language l
+                 ON l.oid OPERATOR(pg_catalog.=) p.prolang
+                AND l.lanname OPERATOR(pg_catalog.=) 'c'::pg_catalog.name
+              WHERE p.proconfig IS NOT NULL
     LOOP
-        EXECUTE pg_catalog.format('ALTER FUNCTION %s RESET ALL', f);
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s RESET search_path RESET enable_seqscan RESET jit', f);
     END LOOP;
 END
 $$;

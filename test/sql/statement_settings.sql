@@ -15,10 +15,9 @@ SET jit = on;
 
 -- What a statement of pg_wf's sees: an index added by hand to wf.job,
 -- whose function says the settings it runs under. An enqueue with an
--- idempotency key inserts with a statement (INSERT ... ON CONFLICT), so
--- its index entry is made under pg_wf's settings; a plain enqueue writes
--- its row without a statement, and the function then runs under the
--- caller's (nothing in that path resolves a name).
+-- idempotency key inserts with a statement (INSERT ... ON CONFLICT); a
+-- plain enqueue writes its row without one, but the index's expression is
+-- a user's code, so it runs under pg_wf's settings too.
 CREATE FUNCTION settings_seen(jsonb) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
   RAISE NOTICE 'search_path %, enable_seqscan %, jit %', current_setting('search_path'),
@@ -52,6 +51,17 @@ SELECT count(wf_enqueue('ss', '{}', depends_on => ARRAY[c.id])) AS children_of_c
   FROM wf_claim('ss', max_jobs => 5) c;
 SHOW search_path;
 SHOW enable_seqscan;
+
+-- A caller's query compiled by JIT calls pg_wf's functions (the view's
+-- wf._visible, once per row) without inlining them: the library installs
+-- no bitcode (the Makefile says why), and the backend lives on.
+SET jit_above_cost = 0;
+SET jit_inline_above_cost = 0;
+SET jit_optimize_above_cost = 0;
+SELECT count(*) AS counted_under_jit FROM wf.jobs WHERE queue = 'ss';
+RESET jit_above_cost;
+RESET jit_inline_above_cost;
+RESET jit_optimize_above_cost;
 
 RESET search_path;
 RESET enable_seqscan;

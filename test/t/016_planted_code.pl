@@ -144,7 +144,11 @@ my @attach = (
 	'CREATE POLICY p ON wf.ready USING (public.wf_planted(\'policy\') IS NULL)',
 	'ALTER TABLE wf.ready ENABLE ROW LEVEL SECURITY',
 	'ALTER TABLE wf.job OWNER TO dbowner',
-	'ALTER TABLE wf.job ENABLE TRIGGER ALL');
+	'ALTER TABLE wf.job ENABLE TRIGGER ALL',
+	# A table named without its schema is found as the command finds it
+	# (until 1.12 the event trigger looked in pg_catalog only).
+	"SET search_path = wf, public;\nCREATE TRIGGER t BEFORE UPDATE ON job FOR EACH ROW EXECUTE FUNCTION public.wf_planted_trigger()",
+	"SET search_path = wf, public;\nCREATE RULE r AS ON UPDATE TO claim DO ALSO SELECT public.wf_planted('rule')");
 for my $sql (@attach)
 {
 	my ($rc, $out, $err) = $node->psql('app', "\\set VERBOSITY verbose\n$sql");

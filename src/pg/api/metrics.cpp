@@ -9,7 +9,7 @@ using namespace wf::pg;
 
 // wf._metrics() -> TABLE(queue, enqueued, claimed, completed, failed,
 // retried, recovered, cancelled, claim_waits, claim_wait_seconds)
-WF_SQL_FUNCTION(wf_metrics) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_metrics) {
     call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     std::vector<QueueMetrics> all = read_metrics();
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);

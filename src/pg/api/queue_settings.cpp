@@ -184,7 +184,7 @@ using namespace wf::pg;
 //                    max_running, paused, rate_limit, rate_period,
 //                    key_rate_limit, key_concurrency, fair, ordered,
 //                    max_run_time, version) -> void
-WF_SQL_FUNCTION(wf_configure_queue) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_configure_queue) {
     require_arguments(fcinfo, 15);
     constexpr int kArgs = 15;
     std::string_view queue = queue_arg(fcinfo, 0);
@@ -235,7 +235,7 @@ WF_SQL_FUNCTION(wf_configure_queue) {
 // wf._rate_left(queue, key, rate_limit, rate_period) -> int: what the rate
 // window of the queue (key NULL) or of one of its keys allows now; NULL for
 // a queue the reader holds no right on, or without shared memory.
-WF_SQL_FUNCTION(wf_rate_left) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_rate_left) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(2) || PG_ARGISNULL(3)) PG_RETURN_NULL();
     std::string_view queue = text_arg(fcinfo, 0, "queue");
     if (!shared_memory_ready() || !reader_holds_right(std::nullopt, queue)) PG_RETURN_NULL();

@@ -315,10 +315,10 @@ bool wf::pg::reader_holds_right(std::optional<Capability> capability, std::strin
 }
 
 // wf._visible(queue) -> boolean: whether the reader holds any right on it.
-WF_SQL_FUNCTION(wf_visible) { PG_RETURN_BOOL(reader_holds(fcinfo, std::nullopt)); }
+WF_SQL_FUNCTION_ANY_SCAN(wf_visible) { PG_RETURN_BOOL(reader_holds(fcinfo, std::nullopt)); }
 
 // wf._administers(queues) -> boolean: whether the reader administers them.
-WF_SQL_FUNCTION(wf_administers) { PG_RETURN_BOOL(reader_holds(fcinfo, Capability::administer)); }
+WF_SQL_FUNCTION_ANY_SCAN(wf_administers) { PG_RETURN_BOOL(reader_holds(fcinfo, Capability::administer)); }
 
 // with_job_tables for wf_grant and wf_revoke. On a distributed pg_wf they
 // write wf.grant's copies on every node and GRANT EXECUTE there, through
@@ -343,7 +343,7 @@ decltype(auto) with_grant_tables(Body&& body) {
 }
 
 // wf_grant(role, capability, queues) -> boolean: true if the grant is new.
-WF_SQL_FUNCTION(wf_grant) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_grant) {
     GrantArgs args = grant_args(fcinfo);
     bool added = with_grant_tables([&] {
         require_right(Capability::administer, args.queues);
@@ -371,7 +371,7 @@ WF_SQL_FUNCTION(wf_grant) {
 
 // wf_revoke(role, capability, queues) -> boolean: true if there was such a
 // grant. EXECUTE on a function goes when no grant of the role opens it.
-WF_SQL_FUNCTION(wf_revoke) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_revoke) {
     GrantArgs args = grant_args(fcinfo);
     bool removed = with_grant_tables([&] {
         require_right(Capability::administer, args.queues);

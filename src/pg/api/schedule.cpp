@@ -299,7 +299,7 @@ using namespace wf;
 using namespace wf::pg;
 
 // wf_schedule(name, cron, queue, payload) -> timestamptz: the next run.
-WF_SQL_FUNCTION(wf_schedule) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_schedule) {
     core::validate_label(text_arg(fcinfo, 0, "name"), "name");
     std::string_view cron = text_arg(fcinfo, 1, "cron");
     std::string_view queue = queue_arg(fcinfo, 2);
@@ -345,7 +345,7 @@ WF_SQL_FUNCTION(wf_schedule) {
 }
 
 // wf_unschedule(name) -> boolean: whether there was such a schedule.
-WF_SQL_FUNCTION(wf_unschedule) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_unschedule) {
     text_arg(fcinfo, 0, "name");
     bool removed = with_job_tables_anywhere([&] {
         if (!require_right_on_schedule(PG_GETARG_DATUM(0))) return false;
@@ -363,7 +363,7 @@ WF_SQL_FUNCTION(wf_unschedule) {
 
 // wf_enable_schedule(name, enabled) -> boolean: whether there is such a
 // schedule.
-WF_SQL_FUNCTION(wf_enable_schedule) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_enable_schedule) {
     text_arg(fcinfo, 0, "name");
     bool enabled = bool_arg(fcinfo, 1, "enabled");
     bool found = with_job_tables_anywhere([&] {

@@ -70,10 +70,10 @@ bool invoke(Body&& body, Failure* failure) {
 
 }  // namespace
 
-Datum run_sql_function(FunctionCallInfo fcinfo, SqlFunctionBody body) {
+Datum run_sql_function(FunctionCallInfo fcinfo, SqlFunctionBody body, bool index_scans_only) {
     Datum result = 0;
     Failure failure;
-    int outer_settings = enter_statement_settings();
+    StatementSettingsScope outer_settings = enter_statement_settings(index_scans_only);
     bool returned = invoke([&] { result = body(fcinfo); }, &failure);
     leave_statement_settings(outer_settings, returned);
     if (returned) return result;

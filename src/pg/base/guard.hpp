@@ -77,8 +77,10 @@ decltype(auto) call(F&& fn) {
 using SqlFunctionBody = Datum (*)(FunctionCallInfo);
 
 // Runs `body`; any C++ exception becomes an ereport(ERROR) raised from a
-// frame that owns no C++ object.
-Datum run_sql_function(FunctionCallInfo fcinfo, SqlFunctionBody body);
+// frame that owns no C++ object. Its statements run with pg_wf's settings
+// (statement_settings.hpp), `index_scans_only` saying whether
+// enable_seqscan is off for them.
+Datum run_sql_function(FunctionCallInfo fcinfo, SqlFunctionBody body, bool index_scans_only);
 
 // The same for C++ work started from C code (the background worker).
 using GuardedBody = void (*)(void* context);
@@ -86,10 +88,17 @@ void run_guarded(GuardedBody body, void* context);
 
 }  // namespace wf::pg
 
-#define WF_SQL_FUNCTION(name)                                                   \
+#define WF_SQL_FUNCTION_WITH_SCANS(name, index_scans_only)                      \
     static Datum name##_body(FunctionCallInfo fcinfo);                          \
     extern "C" {                                                                \
     PG_FUNCTION_INFO_V1(name);                                                  \
-    Datum name(PG_FUNCTION_ARGS) { return wf::pg::run_sql_function(fcinfo, name##_body); } \
+    Datum name(PG_FUNCTION_ARGS) {                                              \
+        return wf::pg::run_sql_function(fcinfo, name##_body, index_scans_only); \
+    }                                                                           \
     }                                                                           \
     static Datum name##_body(FunctionCallInfo fcinfo)
+// A SQL function of pg_wf's hot paths: its statements go through indexes.
+#define WF_SQL_FUNCTION(name) WF_SQL_FUNCTION_WITH_SCANS(name, true)
+// One off them (configuration, grants, schedules, metrics, the views'
+// filters): its statements keep the planner's choice of scans.
+#define WF_SQL_FUNCTION_ANY_SCAN(name) WF_SQL_FUNCTION_WITH_SCANS(name, false)

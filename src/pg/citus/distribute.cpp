@@ -235,7 +235,7 @@ void require_citus() {
 }  // namespace
 
 // wf_distribute() -> void
-WF_SQL_FUNCTION(wf_distribute) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_distribute) {
     require_citus();
     if (!call([] { return superuser(); }))
         throw wf::core::Error(wf::core::sqlstate::insufficient_privilege,
@@ -248,7 +248,7 @@ WF_SQL_FUNCTION(wf_distribute) {
 }
 
 // wf._take_id_range() -> void: run on every node by wf_distribute().
-WF_SQL_FUNCTION(wf_take_id_range) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_take_id_range) {
     require_citus();
     if (!call([] { return superuser(); }))
         throw wf::core::Error(wf::core::sqlstate::insufficient_privilege,

@@ -1,6 +1,7 @@
 #include "pg/jobs/index_entries.hpp"
 
 #include "pg/base/invalidation.hpp"
+#include "pg/base/statement_settings.hpp"
 #include "pg/jobs/direct_table.hpp"
 
 extern "C" {
@@ -114,7 +115,7 @@ IndexDefinitions* build_definitions(Relation table) {
                              nullptr);
         defs->by_executor |= !plain;
         defs->indexes[defs->count++] = {oid, info, static_cast<bool>(index->rd_index->indisunique)};
-        index_close(index, NoLock);  // locked to the transaction's end, as the executor's
+        index_close(index, NoLock);  // kept locked to the transaction's end
     }
     MemoryContextSwitchTo(caller);
     MemoryContextSetParent(context, CacheMemoryContext);
@@ -157,6 +158,9 @@ void IndexEntries::insert(Relation table, TupleTableSlot* slot, bool update, Sna
         estate->es_output_cid = command;
         known = index_definitions(table);
         if (known->by_executor) {
+            // An index added by hand may run a user's function (an
+            // expression): with pg_wf's settings, as its statements.
+            pin_statement_settings();
             RangeTblEntry* rte = makeNode(RangeTblEntry);
             rte->rtekind = RTE_RELATION;
             rte->relid = RelationGetRelid(table);

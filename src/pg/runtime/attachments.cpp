@@ -170,7 +170,7 @@ const char* find_attachment(Oid* relations, int capacity, int* count) {
 using namespace wf::pg;
 
 // wf._refuse_attachment(): the event trigger behind wf_guard (pg_wf.sql).
-WF_SQL_FUNCTION(wf_refuse_attachment) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_refuse_attachment) {
     call([&] { refuse_attachment(fcinfo); });
     PG_RETURN_VOID();
 }

@@ -178,7 +178,7 @@ void require_current_schema() {
 using namespace wf::pg;
 
 // Run by CREATE EXTENSION: tells whether crash recovery is automatic here.
-WF_SQL_FUNCTION(wf_after_create) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_after_create) {
     if (!shared_memory_ready()) {
         // A WARNING: CREATE EXTENSION hides NOTICEs of its script.
         call([] {

@@ -117,7 +117,7 @@ int64 recover_dumped_claims() {
 }
 }  // namespace
 
-WF_SQL_FUNCTION(wf_recover_lost_claims) {
+WF_SQL_FUNCTION_ANY_SCAN(wf_recover_lost_claims) {
     int64 recovered = with_job_tables_anywhere([] {
         require_right(Capability::administer, "*");
         if (!distributed()) return recover_dumped_claims();
