@@ -135,7 +135,16 @@ sub backend_of
 
 sub server_up
 {
-	return $node->poll_query_until('postgres', 'SELECT true');
+	# A psql started while the server is still in crash recovery can exit
+	# before its query is written to it: IPC::Run then dies of EPIPE
+	# ("Broken pipe: write( .., 'SELECT true' )", seen once in CI). Again.
+	for my $try (1 .. 60)
+	{
+		my $up = eval { $node->poll_query_until('postgres', 'SELECT true') };
+		return $up if defined $up;
+		sleep(1);
+	}
+	return 0;
 }
 
 start_worker($_) for 0 .. 3;
