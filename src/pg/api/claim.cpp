@@ -4,7 +4,6 @@
 #include "core/error.hpp"
 #include "core/validation.hpp"
 #include "pg/api/frame.hpp"
-#include "pg/base/statement_settings.hpp"
 #include "pg/citus/ownership.hpp"
 #include "pg/api/queue_settings.hpp"
 #include "pg/runtime/metrics.hpp"
@@ -87,12 +86,7 @@ bool claim_takes_locks(const QueueSettings& settings) {
 std::vector<ClaimedJob> claim_releasing_locks(const ClaimRequest& req, long* retry_after_ms) {
     MemoryContext context = CurrentMemoryContext;
     ResourceOwner owner = CurrentResourceOwner;
-    // Pinned first, so that the subtransaction's end keeps the settings
-    // (statement_settings.hpp).
-    call([] {
-        pin_statement_settings();
-        BeginInternalSubTransaction(nullptr);
-    });
+    call([] { BeginInternalSubTransaction(nullptr); });
     MemoryContextSwitchTo(context);
     auto end_subtransaction = [&](bool keep) {
         call([&] {

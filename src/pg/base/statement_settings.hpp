@@ -32,10 +32,10 @@ namespace wf::pg {
 // few callers of SPI_execute), or user code (an index expression) runs.
 // Outside a pg_wf SQL function (the background worker, which pins its
 // session's settings) nothing is done. Code that opens a GUC level of its
-// own, or a subtransaction, calls it first (cluster_calls.cpp, claim.cpp),
-// so that the function's level is the outer one: the end of a level also
-// ends every level opened after it. (A subtransaction begun before it ends
-// the pin with it; the next statement then pins again.)
+// own calls it first (cluster_calls.cpp), so that the function's level is
+// the outer one: the end of a level also ends every level opened after it.
+// A subtransaction needs nothing: one begun before the pin ends it, and
+// the next statement pins again (a claim that waits under max_running).
 void pin_statement_settings();
 
 // For run_sql_function (guard.cpp) only: the scope of one SQL function's

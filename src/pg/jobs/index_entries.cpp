@@ -23,7 +23,6 @@ namespace {
 struct KnownIndex {
     Oid oid;
     IndexInfo* info;  // its predicate compiled once (ii_PredicateState)
-    bool unique;
 };
 }  // namespace
 
@@ -114,7 +113,7 @@ IndexDefinitions* build_definitions(Relation table) {
                 ExecInitQual(reinterpret_cast<List*>(expression_planner(reinterpret_cast<Expr*>(info->ii_Predicate))),
                              nullptr);
         defs->by_executor |= !plain;
-        defs->indexes[defs->count++] = {oid, info, static_cast<bool>(index->rd_index->indisunique)};
+        defs->indexes[defs->count++] = {oid, info};
         index_close(index, NoLock);  // kept locked to the transaction's end
     }
     MemoryContextSwitchTo(caller);
@@ -201,7 +200,7 @@ void IndexEntries::insert(Relation table, TupleTableSlot* slot, bool update, Sna
             // columns did not change, as it judges it for a statement
             // that names none (index_unchanged_by_update).
             index_insert(opened[i], values, isnull, &slot->tts_tid, table,
-                         index.unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO, update, index.info);
+                         index.info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO, update, index.info);
         }
     }
     ResetPerTupleExprContext(estate);
