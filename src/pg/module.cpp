@@ -1,6 +1,7 @@
 // Loading the library: settings, shared memory, the launcher.
 #include "pg/base/args.hpp"
 #include "pg/api/queue_settings.hpp"
+#include "pg/jobs/release_rows.hpp"
 #include "pg/runtime/metrics.hpp"
 #include "pg/runtime/rate_windows.hpp"
 #include "pg/runtime/shared_memory.hpp"
@@ -70,6 +71,15 @@ void _PG_init(void) {
         "outlives them: set it for their role or database, so that their jobs come back "
         "when they stop heartbeating.",
         &default_lease_ms, 0, 0, 24 * 3600 * 1000, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
+        nullptr);
+    DefineCustomIntVariable(
+        "wf.release_wait",
+        "How long a completion waits for another transaction holding a dependent job "
+        "before it leaves that job's release to the background worker (0: never waits).",
+        "Only for a job that the completed jobs and one more are all it still depends on: "
+        "the holder is then most likely that other parent's completion, whose commit "
+        "comes within a flush.",
+        &release_wait_ms, 10, 0, 60 * 1000, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
         nullptr);
     DefineCustomIntVariable(
         "wf.max_payload_size", "Largest payload, result or error text of one job.", nullptr,

@@ -16,13 +16,19 @@ struct Released {
     bool skipped = false;                    // a blocked child another transaction held
 };
 
+// wf.release_wait: how long a completion waits for another transaction
+// holding a child whose last but one unfinished parent it finished.
+extern int release_wait_ms;
+
 // For each blocked child of `parents` (jobs that just finished, found
-// through wf.dependency's key) that no other transaction holds, locked in
-// id order: its unfinished dependencies go down by one per finished
-// parent, and at zero it becomes pending (run_at no earlier than now) and
-// enters the ready set. A child another transaction holds is skipped
-// (SKIP LOCKED): the caller leaves its release to the worker. The
-// executor's checks are made as for the SQL it replaces (direct_table.hpp).
+// through wf.dependency's key), locked in id order: its unfinished
+// dependencies go down by one per finished parent, and at zero it becomes
+// pending (run_at no earlier than now) and enters the ready set. A child
+// another transaction holds is waited for, without queueing on its lock,
+// for at most wf.release_wait when these parents and one more are all it
+// still depends on; else it is skipped, and the caller leaves its release
+// to the worker. The executor's checks are made as for the SQL it replaces
+// (direct_table.hpp).
 Released release_children_by_hand(const std::vector<int64>& parents);
 
 }  // namespace wf::pg
