@@ -1,6 +1,7 @@
 # One reaper per database where pg_wf is created, with no configuration:
 # databases created after the server started, served again after a crash
-# restart; none where the extension is absent or dropped.
+# restart; none where the extension is absent or dropped; as many databases
+# over time as one likes, whatever max_worker_processes.
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
@@ -97,4 +98,22 @@ kill_and_recover('db2', 'q2', 'after re-creation');
 
 $_->quit for values %watcher;
 $node->stop;
+
+# ---- more databases over time than worker slots ----
+# The registry of reapers has max_worker_processes slots. A database that
+# was dropped, or that lacks pg_wf, gives its slot up to the next one: the
+# reaper of each new database is known (a DROP DATABASE stops it; before,
+# the ninth database's reaper ran unknown, and its DROP failed with 55006).
+my $small = wf_node('few_slots', conf => "max_worker_processes = 4\n");
+for my $n (1 .. 8)
+{
+	my $db = "churn_$n";
+	$small->safe_psql('postgres', "CREATE DATABASE $db");
+	$small->safe_psql($db, 'CREATE EXTENSION pg_wf');
+	ok(wait_reapers($small, $db, 1), "database $n of 8 gets its reaper");
+	my ($rc, $out, $err) = $small->psql('postgres', "DROP DATABASE $db");
+	is($rc, 0, "and can be dropped, the reaper stopped") or diag($err);
+}
+ok(wait_reapers($small, 'postgres', 1), 'the first database keeps its reaper throughout');
+$small->stop;
 done_testing();

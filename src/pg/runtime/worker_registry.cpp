@@ -40,17 +40,34 @@ DatabaseWorker* find_worker(Oid database) {
     return nullptr;
 }
 
+// A slot for `database`: its own, a free one, or else the one of a
+// database no worker serves now (a database dropped, or one found without
+// pg_wf), the longest unchecked first and one held off for a DROP DATABASE
+// last. Slots are as many as max_worker_processes, so a running worker
+// always gets one; what a reused slot forgets is only that its database
+// lacked pg_wf (the launcher looks again) or is being dropped.
 DatabaseWorker* find_or_add_worker(Oid database) {
     if (DatabaseWorker* w = find_worker(database)) return w;
+    DatabaseWorker* reuse = nullptr;
+    TimestampTz now = GetCurrentTimestamp();
+    auto better = [now](const DatabaseWorker* a, const DatabaseWorker* b) {
+        bool a_held = a->dropping_until > now, b_held = b->dropping_until > now;
+        if (a_held != b_held) return !a_held;
+        return a->checked_at < b->checked_at;
+    };
     for (int i = 0; i < registry->worker_slots; i++) {
         DatabaseWorker* w = &workers()[i];
         if (w->database == InvalidOid) {
-            memset(w, 0, sizeof *w);
-            w->database = database;
-            return w;
+            reuse = w;
+            break;
         }
+        if (w->pid == 0 && (reuse == nullptr || better(w, reuse))) reuse = w;
     }
-    return nullptr;
+    if (reuse != nullptr) {
+        memset(reuse, 0, sizeof *reuse);
+        reuse->database = database;
+    }
+    return reuse;
 }
 
 }  // namespace
@@ -82,7 +99,10 @@ void register_database_worker(Oid database) {
 void unregister_database_worker(bool no_extension) {
     if (!registry) return;
     SpinLockAcquire(&registry->mutex);
-    if (DatabaseWorker* w = find_worker(MyDatabaseId)) {
+    // Where pg_wf is missing, that is remembered even if the slot went to
+    // another database meanwhile.
+    DatabaseWorker* w = no_extension ? find_or_add_worker(MyDatabaseId) : find_worker(MyDatabaseId);
+    if (w != nullptr) {
         if (w->pid == MyProcPid) {
             w->pid = 0;
             w->latch = nullptr;
