@@ -25,9 +25,9 @@ extern int release_wait_ms;
 // dependencies go down by one per finished parent, and at zero it becomes
 // pending (run_at no earlier than now) and enters the ready set. A child
 // another transaction holds is waited for, without queueing on its lock,
-// for at most wf.release_wait when these parents and one more are all it
-// still depends on; else it is skipped, and the caller leaves its release
-// to the worker. The executor's checks are made as for the SQL it replaces
+// when these parents and one more are all it still depends on (at most
+// wf.release_wait for all children of the call together); else it is
+// skipped, and the caller leaves its release to the worker. The executor's checks are made as for the SQL it replaces
 // (direct_table.hpp).
 Released release_children_by_hand(const std::vector<int64>& parents);
 
