@@ -30,19 +30,25 @@ ProcessUtility_hook_type previous_utility_hook = nullptr;
 void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree,
                 ProcessUtilityContext context, ParamListInfo params, QueryEnvironment* env,
                 DestReceiver* dest, QueryCompletion* qc) {
+    Oid dropped = InvalidOid;
     if (IsA(pstmt->utilityStmt, DropdbStmt)) {
         DropdbStmt* stmt = reinterpret_cast<DropdbStmt*>(pstmt->utilityStmt);
         Oid database = get_database_oid(stmt->dbname, true);
         // Only for a DROP that can go ahead: else any role could keep the
         // reaper of a database off.
         if (OidIsValid(database) && pg_database_ownercheck(database, GetUserId()) &&
-            !IsTransactionBlock())
+            !IsTransactionBlock()) {
             stop_database_worker(database);
+            dropped = database;
+        }
     }
     if (previous_utility_hook)
         previous_utility_hook(pstmt, query, read_only_tree, context, params, env, dest, qc);
     else
         standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
+    // Reached only when the DROP succeeded (an error leaves the hold-off
+    // to expire): the database is gone, and so is its need of a slot.
+    if (OidIsValid(dropped)) forget_dropped_database(dropped);
 }
 
 }  // namespace
@@ -76,10 +82,10 @@ void _PG_init(void) {
         "wf.release_wait",
         "How long a completion waits for another transaction holding a dependent job "
         "before it leaves that job's release to the background worker (0: never waits).",
-        "Only for a job that the completed jobs and one more are all it still depends on: "
-        "the holder is then most likely that other parent's completion, whose commit "
-        "comes within a flush.",
-        &release_wait_ms, 10, 0, 60 * 1000, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
+        "Only for a job that the completed jobs and at most one more still block: the "
+        "holder is then most likely that other parent's completion, whose commit comes "
+        "within a flush. In all per completion call; never under REPEATABLE READ.",
+        &release_wait_ms, 10, 0, 10 * 1000, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
         nullptr);
     DefineCustomIntVariable(
         "wf.max_payload_size", "Largest payload, result or error text of one job.", nullptr,

@@ -109,17 +109,16 @@ namespace {
 // Forms `values`/`nulls` in `row_context` into `next` and writes it as the
 // new version of the row at `tid`.
 TM_Result write_version(JobTable& jobs, ItemPointer tid, Datum* values, bool* nulls,
-                        MemoryContext row_context, bool* update_indexes, bool wait = true) {
+                        MemoryContext row_context, bool* update_indexes) {
     MemoryContext outer = MemoryContextSwitchTo(row_context);
     HeapTuple tuple = heap_form_tuple(RelationGetDescr(jobs.table), values, nulls);
     MemoryContextSwitchTo(outer);
     ExecStoreHeapTuple(tuple, jobs.next, true);  // cleared before row_context is reset
     TM_FailureData failure;
     LockTupleMode mode;
-    // Waits for a transaction changing the row, as the executor does,
-    // unless told not to.
+    // Waits for a transaction changing the row, as the executor does.
     return table_tuple_update(jobs.table, tid, jobs.next, jobs.command, jobs.snapshot, InvalidSnapshot,
-                              wait, &failure, &mode, update_indexes);
+                              /*wait=*/true, &failure, &mode, update_indexes);
 }
 
 }  // namespace
@@ -133,9 +132,9 @@ void JobTable::update(Datum* values, bool* nulls, MemoryContext row_context) {
     if (update_indexes) entries.insert(table, next, /*update=*/true, snapshot, command);
 }
 
-JobTable::Write JobTable::update_found(Datum* values, bool* nulls, MemoryContext row_context, bool wait) {
+JobTable::Write JobTable::update_found(Datum* values, bool* nulls, MemoryContext row_context) {
     bool update_indexes;
-    TM_Result result = write_version(*this, &found->tts_tid, values, nulls, row_context, &update_indexes, wait);
+    TM_Result result = write_version(*this, &found->tts_tid, values, nulls, row_context, &update_indexes);
     switch (result) {
         case TM_Ok:
             if (update_indexes) entries.insert(table, next, /*update=*/true, snapshot, command);
@@ -146,8 +145,6 @@ JobTable::Write JobTable::update_found(Datum* values, bool* nulls, MemoryContext
         case TM_Deleted:
             // lock_found() follows it (READ COMMITTED), or refuses (40001).
             return Write::changed;
-        case TM_BeingModified:  // only without `wait`
-            return Write::held;
         default:
             elog(ERROR, "unexpected table_tuple_update status: %d", static_cast<int>(result));
     }

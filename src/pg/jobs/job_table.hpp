@@ -53,15 +53,14 @@ struct JobTable {
     // one pass over the page instead of a lock's and then the update's. What
     // the caller checked in `found` holds when this writes: no other
     // transaction changed the row since the snapshot. A transaction changing
-    // or locking it is waited for, unless `wait` is false: then nothing is
-    // written (held), and a SKIP LOCKED caller goes on as lock_found() would.
+    // it is waited for (heap_update cannot skip one: SKIP LOCKED callers
+    // lock_found() first).
     enum class Write {
         written,
         changed,  // changed by another transaction since: lock_found(), check again
         gone,     // already changed by this call
-        held,     // another transaction holds it (not `wait`)
     };
-    Write update_found(Datum* values, bool* nulls, MemoryContext row_context, bool wait = true);
+    Write update_found(Datum* values, bool* nulls, MemoryContext row_context);
 };
 
 }  // namespace wf::pg

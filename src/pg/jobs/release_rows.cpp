@@ -70,7 +70,9 @@ enum class ChildLock { taken, gone, held };
 // transaction never queues on the lock while it holds rows of its own: it
 // cannot close a deadlock with a transaction that locks in another order
 // (a cancel locking a workflow's steps, two completions in one
-// transaction). Its waits for all children together end at `*give_up`,
+// transaction); such a transaction, queued on a row this one holds, waits
+// out the poll (wf.release_wait, at most 10 s). Its waits for all
+// children together end at `*give_up`,
 // wf.release_wait after the first began: a batch that meets many held
 // children (two batches crossing) is held up once, not once per child.
 ChildLock lock_child(JobTable& jobs, bool may_wait, TimestampTz* give_up) {
@@ -166,51 +168,40 @@ Released release_children_by_hand(const std::vector<int64>& parents) {
             bool isnull;
             if (!jobs.find(edge.child_id) || !text_is(slot_getattr(jobs.found, at.status, &isnull), "blocked"))
                 continue;
-            // The new version of `source`, the row locked or found, in
-            // values/nulls; true when it is the child's last release.
-            auto released_version = [&](TupleTableSlot* source) {
-                slot_getallattrs(source);
-                memcpy(values, source->tts_values, natts * sizeof(Datum));
-                memcpy(nulls, source->tts_isnull, natts * sizeof(bool));
-                int32 pending = DatumGetInt32(values[at.pending_deps - 1]);
-                values[at.pending_deps - 1] = Int32GetDatum(pending - finished);
-                if (pending != finished) return false;
-                MemoryContext outer = MemoryContextSwitchTo(rows);
+            // Only these parents and at most one more still block it, in
+            // the version this snapshot sees: worth waiting for
+            // (lock_child). Not under a transaction snapshot, which could
+            // not take the version the holder commits (40001): a debt then.
+            bool last_but_one = DatumGetInt32(slot_getattr(jobs.found, at.pending_deps, &isnull)) - finished <= 1;
+            ChildLock lock = lock_child(jobs, last_but_one && !IsolationUsesXactSnapshot(), &give_up);
+            if (lock != ChildLock::taken) {
+                r.skipped = r.skipped || lock == ChildLock::held;
+                continue;
+            }
+            // Its latest version, locked: still blocked?
+            Datum status = slot_getattr(jobs.locked, at.status, &isnull);
+            if (isnull || !text_is(status, "blocked")) continue;
+            r.locked[r.nlocked++] = edge.child_id;
+            slot_getallattrs(jobs.locked);
+            memcpy(values, jobs.locked->tts_values, natts * sizeof(Datum));
+            memcpy(nulls, jobs.locked->tts_isnull, natts * sizeof(bool));
+            int32 pending = DatumGetInt32(values[at.pending_deps - 1]);
+            values[at.pending_deps - 1] = Int32GetDatum(pending - finished);
+            bool now_ready = pending == finished;
+            MemoryContext outer = MemoryContextSwitchTo(rows);
+            if (now_ready) {
                 values[at.status - 1] = CStringGetTextDatum("pending");
                 // It may run at its own run_at, never before now.
                 if (DatumGetTimestampTz(values[at.run_at - 1]) < now)
                     values[at.run_at - 1] = TimestampTzGetDatum(now);
-                // Its ready row's values outlive the slot.
+                // Its ready row's values outlive the locked slot.
                 if (!nulls[at.key - 1]) values[at.key - 1] = datumCopy(values[at.key - 1], false, -1);
-                if (!nulls[at.version - 1]) values[at.version - 1] = datumCopy(values[at.version - 1], false, -1);
-                MemoryContextSwitchTo(outer);
-                return true;
-            };
-            // The version found is written at once when no other
-            // transaction changed or holds it since the snapshot: one WAL
-            // record and one pass over the page, as an UPDATE's. Else it is
-            // locked first, its latest version read again.
-            bool now_ready = released_version(jobs.found);
-            JobTable::Write write = jobs.update_found(values, nulls, rows, /*wait=*/false);
-            ExecClearTuple(jobs.next);
-            if (write == JobTable::Write::gone) continue;
-            if (write != JobTable::Write::written) {
-                // At most one unfinished parent besides these, in the version
-                // this snapshot sees: worth waiting for (lock_child).
-                bool last_but_one = DatumGetInt32(slot_getattr(jobs.found, at.pending_deps, &isnull)) - finished <= 1;
-                ChildLock lock = lock_child(jobs, last_but_one, &give_up);
-                if (lock != ChildLock::taken) {
-                    r.skipped = r.skipped || lock == ChildLock::held;
-                    continue;
-                }
-                // Its latest version, locked: still blocked?
-                Datum status = slot_getattr(jobs.locked, at.status, &isnull);
-                if (isnull || !text_is(status, "blocked")) continue;
-                now_ready = released_version(jobs.locked);
-                jobs.update(values, nulls, rows);
-                ExecClearTuple(jobs.next);
+                if (!nulls[at.version - 1])
+                    values[at.version - 1] = datumCopy(values[at.version - 1], false, -1);
             }
-            r.locked[r.nlocked++] = edge.child_id;
+            MemoryContextSwitchTo(outer);
+            jobs.update(values, nulls, rows);
+            ExecClearTuple(jobs.next);
             if (!now_ready) continue;
             // Out of the key order when this backend knows the queue claims
             // plainly (key_order.hpp).

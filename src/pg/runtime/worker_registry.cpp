@@ -42,26 +42,23 @@ DatabaseWorker* find_worker(Oid database) {
 
 // A slot for `database`: its own, a free one, or else the one of a
 // database no worker serves now (a database dropped, or one found without
-// pg_wf), the longest unchecked first and one held off for a DROP DATABASE
-// last. Slots are as many as max_worker_processes, so a running worker
-// always gets one; what a reused slot forgets is only that its database
-// lacked pg_wf (the launcher looks again) or is being dropped.
+// pg_wf), the longest unchecked first. A slot held off for a DROP DATABASE
+// (10 s) is never taken: its database could get a reaper again. Slots are
+// as many as max_worker_processes, so a running worker gets one unless
+// drops hold all the others; what a reused slot forgets is only that its
+// database lacked pg_wf (the launcher looks again).
 DatabaseWorker* find_or_add_worker(Oid database) {
     if (DatabaseWorker* w = find_worker(database)) return w;
     DatabaseWorker* reuse = nullptr;
     TimestampTz now = GetCurrentTimestamp();
-    auto better = [now](const DatabaseWorker* a, const DatabaseWorker* b) {
-        bool a_held = a->dropping_until > now, b_held = b->dropping_until > now;
-        if (a_held != b_held) return !a_held;
-        return a->checked_at < b->checked_at;
-    };
     for (int i = 0; i < registry->worker_slots; i++) {
         DatabaseWorker* w = &workers()[i];
         if (w->database == InvalidOid) {
             reuse = w;
             break;
         }
-        if (w->pid == 0 && (reuse == nullptr || better(w, reuse))) reuse = w;
+        if (w->pid == 0 && w->dropping_until <= now && (reuse == nullptr || w->checked_at < reuse->checked_at))
+            reuse = w;
     }
     if (reuse != nullptr) {
         memset(reuse, 0, sizeof *reuse);
@@ -182,6 +179,16 @@ void stop_database_worker(Oid database) {
         CHECK_FOR_INTERRUPTS();
         pg_usleep(10 * 1000L);
     }
+}
+
+void forget_dropped_database(Oid database) {
+    if (!registry) return;
+    SpinLockAcquire(&registry->mutex);
+    DatabaseWorker* w = find_worker(database);
+    // A worker still running there is gone with the database: its exit
+    // finds no slot, which is harmless.
+    if (w != nullptr) memset(w, 0, sizeof *w);
+    SpinLockRelease(&registry->mutex);
 }
 
 bool database_being_dropped(Oid database) {

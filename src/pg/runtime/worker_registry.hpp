@@ -21,6 +21,9 @@ void take_worker_requests(bool* sweep, bool* releases);
 // and keeps the launcher from starting another one for a while.
 void stop_database_worker(Oid database);
 bool database_being_dropped(Oid database);
+// After a DROP DATABASE that succeeded: its slot is free at once, instead
+// of held off until the hold-off ends.
+void forget_dropped_database(Oid database);
 void register_launcher();
 void wake_launcher();
 bool take_launcher_request();  // true once after wake_launcher()
