@@ -103,7 +103,8 @@ $node->stop;
 # The registry of reapers has max_worker_processes slots. A database that
 # was dropped, or that lacks pg_wf, gives its slot up to the next one: the
 # reaper of each new database is known (a DROP DATABASE stops it; before,
-# the ninth database's reaper ran unknown, and its DROP failed with 55006).
+# the reaper of a database past the slots ran unknown, and its DROP failed
+# with 55006).
 my $small = wf_node('few_slots', conf => "max_worker_processes = 4\n");
 for my $n (1 .. 8)
 {

@@ -66,15 +66,14 @@ enum class ChildLock { taken, gone, held };
 // unfinished parent, whose commit comes within a flush, and waiting makes
 // the child ready in this transaction; a debt instead costs a statement
 // here and a pass of the worker (a fifth of the CPU per step, measured on
-// a wide graph whose steps end side by side). The wait polls, so this
-// transaction never queues on the lock while it holds rows of its own: it
-// cannot close a deadlock with a transaction that locks in another order
-// (a cancel locking a workflow's steps, two completions in one
-// transaction); such a transaction, queued on a row this one holds, waits
-// out the poll (wf.release_wait, at most 10 s). Its waits for all
-// children together end at `*give_up`,
-// wf.release_wait after the first began: a batch that meets many held
-// children (two batches crossing) is held up once, not once per child.
+// a wide graph whose steps end side by side).
+// The wait polls, so this transaction never queues on the lock while it
+// holds rows of its own: it cannot close a deadlock with a transaction
+// that locks in another order (a cancel locking a workflow's steps, two
+// completions in one transaction); such a transaction, queued on a row
+// this one holds, waits out the poll. All waits of one call end together
+// at `*give_up`, wf.release_wait after the first began: a batch meeting
+// many held children (two batches crossing) is held up once, not per child.
 ChildLock lock_child(JobTable& jobs, bool may_wait, TimestampTz* give_up) {
     bool held = false;
     if (jobs.lock_found(/*skip_held=*/true, &held)) return ChildLock::taken;

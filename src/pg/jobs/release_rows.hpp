@@ -16,8 +16,9 @@ struct Released {
     bool skipped = false;                    // a blocked child another transaction held
 };
 
-// wf.release_wait: how long a completion waits for another transaction
-// holding a child whose last but one unfinished parent it finished.
+// wf.release_wait: how long a completion call waits in all for other
+// transactions holding children that only its parents and at most one
+// more still block.
 extern int release_wait_ms;
 
 // For each blocked child of `parents` (jobs that just finished, found
@@ -27,8 +28,8 @@ extern int release_wait_ms;
 // another transaction holds is waited for, without queueing on its lock,
 // when these parents and one more are all it still depends on (at most
 // wf.release_wait for all children of the call together); else it is
-// skipped, and the caller leaves its release to the worker. The executor's checks are made as for the SQL it replaces
-// (direct_table.hpp).
+// skipped, and the caller leaves its release to the worker. The
+// executor's checks are made as for the SQL it replaces (direct_table.hpp).
 Released release_children_by_hand(const std::vector<int64>& parents);
 
 }  // namespace wf::pg

@@ -185,8 +185,8 @@ void forget_dropped_database(Oid database) {
     if (!registry) return;
     SpinLockAcquire(&registry->mutex);
     DatabaseWorker* w = find_worker(database);
-    // A worker still running there is gone with the database: its exit
-    // finds no slot, which is harmless.
+    // No worker runs in a database that is gone (the DROP waited for it
+    // to leave); one exiting late finds no slot, which is harmless.
     if (w != nullptr) memset(w, 0, sizeof *w);
     SpinLockRelease(&registry->mutex);
 }
