@@ -459,7 +459,7 @@ else
 fi
 
 row "claim+complete from one ${dag_label}-step workflow, $ref8 clients" "$wfdag" "$basedag" "jobs/s" \
-    "$depth stages x $DAG_WIDTH, each step after 2 of the stage before; baseline = the same graph as depends_on[] + NOT EXISTS claim; vs $dag_label independent jobs (next row): pg_wf $(ratio "$wfdag" "$wfindep"), baseline $(ratio "$basedag" "$baseindep"); $drain_note"
+    "best of $ROUNDS runs each, the four runs in reverse order every other round; $depth stages x $DAG_WIDTH, each step after 2 of the stage before; baseline = the same graph as depends_on[] + NOT EXISTS claim; vs $dag_label independent jobs (next row): pg_wf $(ratio "$wfdag" "$wfindep"), baseline $(ratio "$basedag" "$baseindep"); $drain_note"
 row "  same run, $dag_label independent jobs, $ref8 clients" "$wfindep" "$baseindep" "jobs/s" \
     "the reference for the row above: wf_claim vs plain SKIP LOCKED; pg_wf's workflow at $(ratio "$wfdag" "$wfindep") of it, the NOT EXISTS claim at $(ratio "$basedag" "$wfindep") of it"
 row "  build the ${dag_label}-step graph" "$wf_dag_build" "$base_dag_build" "s, lower is better" \
