@@ -23,7 +23,9 @@
 #include "pg/runtime/wakeup.hpp"
 
 extern "C" {
+#include "common/hashfn.h"
 #include "common/pg_prng.h"
+#include "storage/lmgr.h"
 }
 
 namespace wf::pg {
@@ -621,13 +623,40 @@ PreparedStatement fail_unstarted(
 
 // ---------------------------------------------------------------- enqueue
 
+namespace {
+// The lock of a workflow id while a child workflow is created: in pg_wf's
+// own space of advisory locks (ownership.cpp takes 0x5746), keyed by a
+// hash of the id (a collision only makes an enqueue wait needlessly).
+constexpr uint16 kChildWorkflowLockSpace = 0x5747;
+LOCKTAG child_workflow_lock(const pg_uuid_t& workflow_id) {
+    uint64 h = hash_bytes_extended(workflow_id.data, UUID_LEN, 0);
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(h >> 32), static_cast<uint32>(h),
+                         kChildWorkflowLockSpace);
+    return tag;
+}
+}  // namespace
+
+void lock_new_child_workflow(const pg_uuid_t& workflow_id) {
+    call([&] {
+        LOCKTAG tag = child_workflow_lock(workflow_id);
+        (void)LockAcquire(&tag, ExclusiveLock, /*sessionLock=*/false, /*dontWait=*/false);
+    });
+}
+
 std::optional<int64> insert_job(const NewJob& job) {
-    // A step of a child workflow belongs to its parent too.
+    // A step of a child workflow belongs to its parent too. A child being
+    // created in an open transaction is waited for (lock_new_child_workflow),
+    // and its row then read in the latest snapshot: a transaction snapshot
+    // (REPEATABLE READ) taken before its commit would not show it.
     std::optional<int64> child_of;
     if (job.workflow_id) {
+        LOCKTAG tag = child_workflow_lock(*DatumGetUUIDP(*job.workflow_id));
+        call([&] { (void)LockAcquire(&tag, ShareLock, false, false); });
         Params<1> w;
         w.set(0, *job.workflow_id);
-        Rows parent = workflow_parent.execute(w.values, w.nulls);
+        Rows parent = workflow_parent.execute_latest(w.values, w.nulls);
+        call([&] { LockRelease(&tag, ShareLock, false); });
         if (!parent.empty() && !parent.is_null(0, "child_of")) child_of = parent.int64_at(0, "child_of");
     }
     int64 id;

@@ -157,8 +157,16 @@ struct NewJob {
     bool key_order = true;
 };
 // The new job's id; none when its idempotency key is taken (the insert
-// waited for a racing one to commit).
+// waited for a racing one to commit). A job enqueued into a child workflow
+// belongs to the child's parent job too (child_of): an enqueue that names a
+// child workflow still being created waits for its creator's commit (see
+// lock_new_child_workflow) and then reads the parent.
 std::optional<int64> insert_job(const NewJob& job);
+// Before a new child workflow's id leaves the transaction that creates it:
+// locks it until that transaction ends, so that an enqueue into it from
+// another session waits (insert_job) instead of making a step that does
+// not name the parent.
+void lock_new_child_workflow(const pg_uuid_t& workflow_id);
 // The job that holds an idempotency key, and whether its payload is `payload`.
 struct KeyHolder {
     int64 id;
