@@ -7,8 +7,13 @@
 #    workflow id that names no workflow;
 #  * under REPEATABLE READ, an enqueue whose snapshot predates the child's
 #    commit still names the parent;
-#  * the creator's own enqueue into its child does not wait for itself.
-# Found by the fuzzer (019): "1 of 6 steps have child_of NULL".
+#  * the creator's own enqueue into its child does not wait for itself;
+#  * the wait comes before the enqueue locks anything else: an enqueue
+#    into an ordered queue waiting for the child does not hold the key the
+#    creator then enqueues with (no deadlock).
+# Found by the fuzzer (019): "1 of 6 steps have child_of NULL". On one
+# server: on a distributed pg_wf an enqueue runs on its queue's node,
+# which the creator's lock does not reach.
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
@@ -42,6 +47,13 @@ sub steps_without_parent {
 my $creator = $node->background_psql('postgres');
 my $enqueuer = $node->background_psql('postgres');
 my $epid = backend_pid($enqueuer);
+# The enqueuer is waiting on an advisory lock.
+sub enqueuer_waits {
+	my ($what) = @_;
+	ok( $node->poll_query_until('postgres',
+			"SELECT wait_event_type = 'Lock' AND wait_event = 'advisory' FROM pg_stat_activity WHERE pid = $epid"),
+		$what);
+}
 
 # ---- the creator commits while the enqueue waits ----
 my $p = claimed_parent($creator);
@@ -50,9 +62,7 @@ my $child = $creator->query_safe("SELECT wf_start_child('cp', $p, 1, 'c', $child
 like($child, qr/^[0-9a-f-]{36}$/, 'the child is started, uncommitted');
 start_query($enqueuer,
 	"SELECT wf_enqueue('cw', '{}', workflow_id => '$child', step_name => 'late')");
-ok( $node->poll_query_until('postgres',
-		"SELECT wait_event_type = 'Lock' AND wait_event = 'advisory' FROM pg_stat_activity WHERE pid = $epid"),
-	'the enqueue into the uncommitted child waits, on an advisory lock');
+enqueuer_waits('the enqueue into the uncommitted child waits, on an advisory lock');
 is($sql->("SELECT count(*) FROM pg_locks WHERE pid = $epid AND NOT granted AND locktype = 'advisory'"
 		  . " AND objsubid = 22343"), '1',
 	"in pg_wf's space of advisory locks (0x5747)");
@@ -72,9 +82,7 @@ $p = claimed_parent($creator);
 $creator->query_safe('BEGIN');
 $child = $creator->query_safe("SELECT wf_start_child('cp', $p, 1, 'c', $child_spec)");
 start_query($enqueuer, "SELECT wf_enqueue('cw', '{}', workflow_id => '$child')");
-ok( $node->poll_query_until('postgres',
-		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $epid"),
-	'an enqueue into a child being created waits');
+enqueuer_waits('an enqueue into a child being created waits');
 $creator->query_safe('ROLLBACK');
 my $stray = finish_query($enqueuer);
 like($stray, qr/^\d+$/, 'after the rollback the enqueue goes on');
@@ -99,6 +107,24 @@ $child = $creator->query_safe("SELECT wf_start_child('cp', $p, 1, 'c', $child_sp
 my $own = $creator->query_safe("SELECT wf_enqueue('cw', '{}', workflow_id => '$child')");
 $creator->query_safe('COMMIT');
 is(child_of($own), $p, "the creator's own enqueue does not wait for itself and names the parent");
+
+# ---- the wait comes first: the creator enqueues with the key the waiting
+# enqueue names, and both finish ----
+$sql->("SELECT wf_configure_queue('co', ordered => true)");
+$p = claimed_parent($creator);
+$creator->query_safe('BEGIN');
+$child = $creator->query_safe("SELECT wf_start_child('cp', $p, 1, 'c', $child_spec)");
+start_query($enqueuer, "SELECT wf_enqueue('co', '{}', workflow_id => '$child', key => 'k')");
+enqueuer_waits('an enqueue into an ordered queue waits for the child first');
+is($sql->("SELECT count(*) FROM pg_locks WHERE pid = $epid AND locktype = 'advisory' AND granted"), '0',
+	'holding no advisory lock while it waits (not the key\'s)');
+like($creator->query_safe("SELECT wf_enqueue('co', '{}', key => 'k')"), qr/^\d+$/,
+	'the creator enqueues with the same key: the waiting enqueue holds no lock on it');
+$creator->query_safe('COMMIT');
+my ($keyed, $err) = finish_query($enqueuer);
+like($keyed, qr/^\d+$/, 'the waiting enqueue then finishes');
+is($err, '', 'without an error (no deadlock)');
+is(child_of($keyed), $p, 'and names the parent');
 
 $creator->quit;
 $enqueuer->quit;

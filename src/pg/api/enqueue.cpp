@@ -105,6 +105,9 @@ WF_SQL_FUNCTION(wf_enqueue) {
         job.key_order = settings.flow.by_key();
         if (settings.flow.ordered && !job.key)
             refuse_job_without_key(queue, "Pass key => the group this job runs in order with.");
+        // First of what may wait: a child workflow still being created.
+        std::optional<int64> child_of;
+        if (job.workflow_id) child_of = child_workflow_parent(*job.workflow_id);
         if (settings.flow.ordered)
             lock_keys_for_enqueue(queue, {std::string(text_arg(fcinfo, 9, "key"))});
         // A dedup key: an active job that holds it is the answer (and,
@@ -138,7 +141,7 @@ WF_SQL_FUNCTION(wf_enqueue) {
             job.pending_deps = static_cast<int32>(deps.unfinished.size()) + remote;
         }
         job.max_attempts = PG_ARGISNULL(4) ? settings.max_attempts : PG_GETARG_INT32(4);
-        if (std::optional<int64> id = insert_job(job)) {
+        if (std::optional<int64> id = insert_job(job, child_of)) {
             add_dependency_edges(deps.not_done, job.queue, *id);
             add_dependency_edges(deps.remote, job.queue, *id);
             if (!deps.failed)

@@ -756,7 +756,6 @@ pg_uuid_t submit_on_cluster(const core::WorkflowSpec& spec, const ClusterStepsTa
         if (std::optional<pg_uuid_t> holder = lock_key_on_cluster(*spec.key)) return *holder;
 
     pg_uuid_t workflow_id = new_workflow_id.execute().uuid_at(0, "id");
-    if (target.child_of) lock_new_child_workflow(workflow_id);
     insert_steps_on_cluster(spec, workflow_id, target);
     std::string id_literal = sql_literal(uuid_text(workflow_id)) + "::pg_catalog.uuid";
     std::string key_literal = spec.key ? sql_literal(*spec.key) : std::string("NULL");

@@ -644,21 +644,18 @@ void lock_new_child_workflow(const pg_uuid_t& workflow_id) {
     });
 }
 
-std::optional<int64> insert_job(const NewJob& job) {
-    // A step of a child workflow belongs to its parent too. A child being
-    // created in an open transaction is waited for (lock_new_child_workflow),
-    // and its row then read in the latest snapshot: a transaction snapshot
-    // (REPEATABLE READ) taken before its commit would not show it.
-    std::optional<int64> child_of;
-    if (job.workflow_id) {
-        LOCKTAG tag = child_workflow_lock(*DatumGetUUIDP(*job.workflow_id));
-        call([&] { (void)LockAcquire(&tag, ShareLock, false, false); });
-        Params<1> w;
-        w.set(0, *job.workflow_id);
-        Rows parent = workflow_parent.execute_latest(w.values, w.nulls);
-        call([&] { LockRelease(&tag, ShareLock, false); });
-        if (!parent.empty() && !parent.is_null(0, "child_of")) child_of = parent.int64_at(0, "child_of");
-    }
+std::optional<int64> child_workflow_parent(Datum workflow_id) {
+    LOCKTAG tag = child_workflow_lock(*DatumGetUUIDP(workflow_id));
+    call([&] { (void)LockAcquire(&tag, ShareLock, false, false); });
+    Params<1> w;
+    w.set(0, workflow_id);
+    Rows parent = workflow_parent.execute_latest(w.values, w.nulls);
+    call([&] { LockRelease(&tag, ShareLock, false); });
+    if (parent.empty() || parent.is_null(0, "child_of")) return std::nullopt;
+    return parent.int64_at(0, "child_of");
+}
+
+std::optional<int64> insert_job(const NewJob& job, std::optional<int64> child_of) {
     int64 id;
     if (job.idempotency_key) {
         // ON CONFLICT waits for a racing insert of the key, then does nothing.

@@ -157,15 +157,20 @@ struct NewJob {
     bool key_order = true;
 };
 // The new job's id; none when its idempotency key is taken (the insert
-// waited for a racing one to commit). A job enqueued into a child workflow
-// belongs to the child's parent job too (child_of): an enqueue that names a
-// child workflow still being created waits for its creator's commit (see
-// lock_new_child_workflow) and then reads the parent.
-std::optional<int64> insert_job(const NewJob& job);
+// waited for a racing one to commit). `child_of`: the parent job of the
+// child workflow the job is enqueued into (child_workflow_parent).
+std::optional<int64> insert_job(const NewJob& job, std::optional<int64> child_of);
+// The parent job of workflow `workflow_id` if it is a child workflow: a job
+// enqueued into it belongs to that parent too. A child still being created
+// (its transaction open) is waited for, until it commits or rolls back;
+// so an enqueue asks this before it locks anything else. Read in the latest
+// snapshot: a transaction snapshot (REPEATABLE READ) taken before the
+// child's commit would not show it.
+std::optional<int64> child_workflow_parent(Datum workflow_id);
 // Before a new child workflow's id leaves the transaction that creates it:
-// locks it until that transaction ends, so that an enqueue into it from
-// another session waits (insert_job) instead of making a step that does
-// not name the parent.
+// locks it until that transaction ends (child_workflow_parent waits for
+// it). On one server: on a distributed pg_wf an enqueue runs on the node
+// of its queue, which this lock does not reach.
 void lock_new_child_workflow(const pg_uuid_t& workflow_id);
 // The job that holds an idempotency key, and whether its payload is `payload`.
 struct KeyHolder {
