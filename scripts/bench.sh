@@ -413,9 +413,9 @@ timed_run() {  # NAME SIDE SCRIPT QUEUE
     [ "$DRY" = 1 ] && printf -v "${1}_dry" '%s' 1
     log "  $1: $RATE jobs/s$([ "$DRY" = 1 ] && echo " (ran dry)")"
 }
+runs=("wfindep wf wf_claim1.sql indep" "wfdag wf wf_claim1.sql bench"
+      "basedag base base_dag_claim1.sql bench" "baseindep base base_claim1.sql indep")
 for r in $(seq 1 "$ROUNDS"); do
-    runs=("wfindep wf wf_claim1.sql indep" "wfdag wf wf_claim1.sql bench"
-          "basedag base base_dag_claim1.sql bench" "baseindep base base_claim1.sql indep")
     if [ $((r % 2)) = 1 ]; then order="0 1 2 3"; else order="3 2 1 0"; fi
     for i in $order; do
         # shellcheck disable=SC2086  # the words of one run

@@ -4,19 +4,15 @@
 #include <map>
 #include <unordered_map>
 
+#include "pg/base/advisory_locks.hpp"
 #include "pg/jobs/job_state.hpp"
 
 extern "C" {
-#include "common/hashfn.h"
 #include "storage/lmgr.h"
 }
 
 namespace wf::pg {
 namespace {
-
-// field4 of the key locks' tags (pg_locks.objsubid): apart from user
-// advisory locks (1, 2) and pg_wf's session locks ("WF").
-constexpr uint16 kKeyLockSpace = 0x574b;  // "WK"
 
 // A claim that found a key held by another claim tries again this soon.
 constexpr long kKeyHeldRetryMs = 10;
@@ -53,12 +49,7 @@ LOCKTAG key_lock_tag(std::string_view queue, const std::string& key) {
     std::string both(queue);
     both.push_back('\0');
     both += key;
-    uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char*>(both.data()),
-                                   static_cast<int>(both.size()), 0x574b);
-    LOCKTAG tag;
-    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(h >> 32), static_cast<uint32>(h),
-                         kKeyLockSpace);
-    return tag;
+    return hashed_lock_tag(LockSpace::flow_key, both.data(), static_cast<int>(both.size()));
 }
 
 // Takes the key's lock without waiting; false if another claim (or an

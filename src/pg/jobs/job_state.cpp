@@ -6,6 +6,7 @@
 
 #include <unordered_map>
 
+#include "pg/base/advisory_locks.hpp"
 #include "pg/citus/shard_route.hpp"
 
 #include "core/error.hpp"
@@ -23,7 +24,6 @@
 #include "pg/runtime/wakeup.hpp"
 
 extern "C" {
-#include "common/hashfn.h"
 #include "common/pg_prng.h"
 #include "storage/lmgr.h"
 }
@@ -624,16 +624,9 @@ PreparedStatement fail_unstarted(
 // ---------------------------------------------------------------- enqueue
 
 namespace {
-// The lock of a workflow id while a child workflow is created: in pg_wf's
-// own space of advisory locks (ownership.cpp takes 0x5746), keyed by a
-// hash of the id (a collision only makes an enqueue wait needlessly).
-constexpr uint16 kChildWorkflowLockSpace = 0x5747;
+// The lock of a workflow id while a child workflow is created.
 LOCKTAG child_workflow_lock(const pg_uuid_t& workflow_id) {
-    uint64 h = hash_bytes_extended(workflow_id.data, UUID_LEN, 0);
-    LOCKTAG tag;
-    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(h >> 32), static_cast<uint32>(h),
-                         kChildWorkflowLockSpace);
-    return tag;
+    return hashed_lock_tag(LockSpace::child_workflow, workflow_id.data, UUID_LEN);
 }
 }  // namespace
 

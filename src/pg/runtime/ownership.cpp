@@ -1,9 +1,10 @@
 // Session-bound ownership. A claiming session holds one session-level lock
 // (not one per job, which would exhaust the lock table) in an advisory key
-// space of pg_wf's own: field4 of the lock tag is WF_LOCK_SPACE, where
-// pg_advisory_lock uses 1 and 2, so no application lock can collide with it.
+// space of pg_wf's own (advisory_locks.hpp), so no application lock can
+// collide with it.
 // The reaper tests the lock: if nobody holds it, the owner is gone.
 #include "pg/runtime/ownership.hpp"
+#include "pg/base/advisory_locks.hpp"
 #include "pg/runtime/shared_memory.hpp"
 #include "pg/runtime/worker_registry.hpp"
 
@@ -15,17 +16,11 @@ namespace wf::pg {
 
 namespace {
 
-constexpr uint16 WF_LOCK_SPACE = 0x5746;  // "WF"; shows as objsubid in pg_locks
-
 int64 owner_key = 0;
 bool exit_hook_installed = false;
 
 LOCKTAG owner_lock_tag(int64 key) {
-    LOCKTAG tag;
-    uint64 k = static_cast<uint64>(key);
-    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(k >> 32),
-                         static_cast<uint32>(k), WF_LOCK_SPACE);
-    return tag;
+    return advisory_lock_tag(LockSpace::session_owner, static_cast<uint64>(key));
 }
 
 // Runs before the session's locks are released at exit. Releasing the owner
